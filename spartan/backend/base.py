@@ -1,0 +1,117 @@
+"""The backend protocol: workers that hold blocks and run tasks on them.
+
+A backend knows nothing about arrays, tilings or expressions: the frontend lowers
+everything to *tasks*. A task runs a function on one worker; each of its inputs is a
+whole stored object (:class:`Key`) or a :class:`Region` assembled from pieces of blocks
+held anywhere. Pieces held by another worker are fetched straight from that worker
+(never through the driver) and their bytes are counted.
+
+>>> be = spartan.backend.current()              # doctest: +SKIP
+>>> be.put(("a", 0), np.arange(4), worker=0)
+>>> be.submit(1, np.negative, [("a", 0)], [("b", 0)])
+>>> be.fetch(("b", 0))            # worker found from where the key was stored
+array([ 0, -1, -2, -3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+Key = Hashable
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of a region: ``block[src]`` (axes reordered by ``perm``), written at ``dst``.
+
+    ``src`` indexes the block held under ``key`` by ``worker``; integers in it drop
+    axes; ``perm`` (optional) reorders the remaining axes; the result is reshaped to the
+    shape of ``dst`` (which inserts new unit axes) in the assembled region.
+    """
+
+    worker: int
+    key: Key
+    src: tuple
+    dst: tuple
+    perm: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Region:
+    """An array of ``shape``/``dtype`` assembled from pieces on the task's worker.
+
+    ``shape=None`` passes the one piece's object through as it is (a whole block).
+    """
+
+    shape: tuple[int, ...] | None
+    dtype: np.dtype | None
+    pieces: tuple[Piece, ...]
+
+
+Input = Key | Region
+
+
+@dataclass
+class Stats:
+    """Counters summed over workers (see :meth:`Backend.stats`)."""
+
+    tasks: int = 0
+    bytes_moved: int = 0
+    bytes_moved_between_nodes: int = 0
+    bytes_to_driver: int = 0
+    bytes_from_driver: int = 0
+    per_worker: list[dict[str, int]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Backend(Protocol):
+    """What the frontend needs from a set of workers."""
+
+    nworkers: int
+
+    def put(self, key: Key, value: Any, worker: int) -> None:
+        """Store ``value`` under ``key`` on ``worker`` (counted as driver bytes)."""
+
+    def submit(
+        self,
+        worker: int,
+        fn: Callable[..., Any],
+        inputs: Sequence[Input],
+        outputs: Sequence[Key],
+        want_result: bool = False,
+    ) -> Any:
+        """Run ``fn(*inputs)`` on ``worker`` and store its value(s) under ``outputs``.
+
+        With ``want_result`` the function returns ``(*values, result)`` and the small
+        ``result`` comes back through :meth:`results`; the returned handle names it.
+        """
+
+    def results(self, handles: Sequence[Any]) -> list[Any]:
+        """The results of submitted tasks, in order (one blocking wait for all)."""
+
+    def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:
+        """Pull ``block[index]`` (or the whole object) to the driver."""
+
+    def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        """Several fetches ``(key, worker, index)`` with one wait."""
+
+    def delete(self, keys: Sequence[Key]) -> None:
+        """Drop blocks wherever they are held (asynchronously)."""
+
+    def wait(self) -> None:
+        """Barrier: every submitted task has finished; re-raises a task's error."""
+
+    def stats(self) -> Stats:
+        """Counters since the last :meth:`reset_stats`."""
+
+    def reset_stats(self) -> None:
+        """Zero the counters."""
+
+    def shutdown(self) -> None:
+        """Release the workers."""

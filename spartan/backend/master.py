@@ -1,0 +1,123 @@
+"""The driver side shared by every backend: where blocks live, and task wiring.
+
+Subclasses supply the transport (:meth:`Master._dispatch` and friends); this class
+turns keys into located pieces, splits a task's pieces into local and remote ones, and
+keeps the placement map the driver needs for fetches and deletes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spartan.backend.base import Input, Key, Piece, Region, Stats
+
+
+class Master(ABC):
+    """Common driver logic; see :class:`spartan.backend.base.Backend` for the API."""
+
+    nworkers: int
+    nodes: list[str]
+
+    def __init__(self) -> None:
+        self.where: dict[Key, list[int]] = {}
+
+    # ---- placement ------------------------------------------------------------------
+    def _record(self, key: Key, worker: int) -> None:
+        holders = self.where.setdefault(key, [])
+        if worker not in holders:
+            holders.append(worker)
+
+    def owner(self, key: Key, near: int | None = None) -> int:
+        holders = self.where.get(key)
+        if not holders:
+            raise KeyError(f"no worker holds block {key!r}")
+        return near if near in holders else holders[0]
+
+    def _localize(self, worker: int, inputs: Sequence[Input]) -> list[Any]:
+        """Keys held elsewhere become whole-object regions fetched from their owner."""
+        out: list[Any] = []
+        for inp in inputs:
+            if isinstance(inp, Region):
+                out.append(inp)
+                continue
+            src = self.owner(inp, near=worker)
+            out.append(inp if src == worker else Region(None, None, (Piece(src, inp, (), ()),)))
+        return out
+
+    @staticmethod
+    def _remote_pieces(worker: int, inputs: Sequence[Any]) -> list[Piece]:
+        return [
+            p for inp in inputs if isinstance(inp, Region) for p in inp.pieces if p.worker != worker
+        ]
+
+    # ---- API --------------------------------------------------------------------------
+    def put(self, key: Key, value: Any, worker: int) -> None:
+        self._put(key, value, worker)
+        self._record(key, worker)
+
+    def submit(
+        self,
+        worker: int,
+        fn: Callable[..., Any],
+        inputs: Sequence[Input],
+        outputs: Sequence[Key],
+        want_result: bool = False,
+    ) -> Any:
+        if not 0 <= worker < self.nworkers:
+            raise ValueError(f"worker {worker} out of range for {self.nworkers} workers")
+        inputs = self._localize(worker, inputs)
+        handle = self._dispatch(
+            worker,
+            fn,
+            inputs,
+            list(outputs),
+            want_result,
+            self._remote_pieces(worker, inputs),
+        )
+        for key in outputs:
+            self._record(key, worker)
+        return handle
+
+    def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:
+        return self.fetch_many([(key, worker, index)])[0]
+
+    def delete(self, keys: Sequence[Key]) -> None:
+        by_worker: dict[int, list[Key]] = {}
+        for key in keys:
+            for w in self.where.pop(key, ()):
+                by_worker.setdefault(w, []).append(key)
+        for w, ks in by_worker.items():
+            self._delete(w, ks)
+
+    def stats(self) -> Stats:
+        per = self._worker_stats()
+        total = Stats(per_worker=per)
+        total.tasks = sum(p["tasks"] for p in per)
+        total.bytes_moved = sum(p["bytes_in"] for p in per)
+        total.bytes_moved_between_nodes = sum(p["bytes_in_from_other_nodes"] for p in per)
+        total.bytes_to_driver = sum(p["bytes_to_driver"] for p in per)
+        total.bytes_from_driver = sum(p["bytes_from_driver"] for p in per)
+        return total
+
+    # ---- transport (subclasses) ---------------------------------------------------------
+    @abstractmethod
+    def _put(self, key: Key, value: Any, worker: int) -> None: ...
+
+    @abstractmethod
+    def _dispatch(
+        self,
+        worker: int,
+        fn: Callable[..., Any],
+        inputs: list[Any],
+        outputs: list[Key],
+        want_result: bool,
+        remote: list[Piece],
+    ) -> Any: ...
+
+    @abstractmethod
+    def _delete(self, worker: int, keys: list[Key]) -> None: ...
+
+    @abstractmethod
+    def _worker_stats(self) -> list[dict[str, Any]]: ...

@@ -1,0 +1,181 @@
+"""A worker: a store of blocks, the code that runs one task, and its byte counters.
+
+The same class runs in-process (:mod:`spartan.backend.local`) and as a Ray actor
+(:mod:`spartan.backend.ray_backend`); only the way remote pieces arrive differs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spartan.backend.base import Key, Region
+
+
+def nbytes_of(value: Any) -> int:
+    """Bytes held by a block: an array, or a tuple/list of arrays."""
+    if hasattr(value, "nbytes"):
+        return int(value.nbytes)
+    if isinstance(value, (tuple, list)):
+        return sum(nbytes_of(v) for v in value)
+    return 0
+
+
+class TaskFailed:
+    """Stored in place of the outputs of a task that raised, so readers re-raise."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def take(block: Any, src: tuple, perm: tuple[int, ...] | None) -> Any:
+    if isinstance(block, TaskFailed):
+        raise block.error
+    view = block[src] if src else block
+    return view.transpose(perm) if perm is not None else view
+
+
+def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
+    """Build ``region`` from its pieces' data (``parts[i]`` is ``block[src]`` of piece i)."""
+    pieces = region.pieces
+    if region.shape is None:  # a whole stored object, not an array region
+        return parts[0]
+    if len(pieces) == 1:
+        part = parts[0]
+        if part.size == int(np.prod(region.shape)):
+            # one piece covering the region: a view, no copy
+            return part.reshape(region.shape)
+    out = np.empty(region.shape, dtype=region.dtype)
+    for piece, part in zip(pieces, parts):
+        target = out[piece.dst]
+        target[...] = part.reshape(target.shape)
+    return out
+
+
+class Worker:
+    """Holds blocks by key and runs tasks; counts bytes that arrive from elsewhere."""
+
+    def __init__(self, index: int, node: str = "") -> None:
+        self.index = index
+        self.node = node or os.uname().nodename
+        self.store: dict[Key, Any] = {}
+        self.reset_stats()
+
+    # ---- storage --------------------------------------------------------------------
+    def put(self, key: Key, value: Any) -> None:
+        self._set(key, value)
+        self.counters["bytes_from_driver"] += nbytes_of(value)
+
+    def _set(self, key: Key, value: Any) -> None:
+        old = self.store.get(key)
+        self.held += nbytes_of(value) - nbytes_of(old)
+        self.store[key] = value
+        self.counters["peak_bytes"] = max(self.counters["peak_bytes"], self.held)
+
+    def delete(self, keys: Sequence[Key]) -> None:
+        for key in keys:
+            self.held -= nbytes_of(self.store.pop(key, None))
+
+    def get_piece(self, key: Key, src: tuple, perm: tuple[int, ...] | None = None) -> Any:
+        """``block[src]`` for another worker or the driver (a copy: only it travels)."""
+        block = self.store[key]
+        if isinstance(block, TaskFailed):
+            return block
+        part = take(block, src, perm)
+        return np.ascontiguousarray(part) if isinstance(part, np.ndarray) else part
+
+    def fetch(self, key: Key, src: tuple | None = None) -> Any:
+        part = self.get_piece(key, src or ())
+        if isinstance(part, TaskFailed):
+            raise part.error
+        self.counters["bytes_to_driver"] += nbytes_of(part)
+        return part
+
+    # ---- tasks ----------------------------------------------------------------------
+    def run(
+        self,
+        fn: Callable[..., Any],
+        inputs: Sequence[Any],
+        outputs: Sequence[Key],
+        want_result: bool,
+        remote: Sequence[Any],
+        remote_nodes: Sequence[str] = (),
+    ) -> Any:
+        """Run one task. ``inputs`` holds keys and regions; ``remote`` the data of the
+        pieces held elsewhere, in the order they appear in the regions.
+
+        A failing task returns :class:`TaskFailed` (and stores it under its outputs) rather
+        than raising, so the driver re-raises the user's own exception, not Ray's."""
+        self.counters["tasks"] += 1
+        try:
+            args = self._gather(inputs, remote, remote_nodes)
+            value = fn(*args)
+            if want_result:
+                *values, result = value
+            else:
+                values, result = ([value] if len(outputs) == 1 else list(value)), None
+            if len(values) != len(outputs):
+                raise ValueError(
+                    f"task function returned {len(values)} values for {len(outputs)} outputs"
+                )
+            for key, v in zip(outputs, values):
+                self._set(key, v)
+            return result
+        except Exception as error:  # noqa: BLE001 -- stored so readers re-raise the cause
+            failed = TaskFailed(error)
+            for key in outputs:
+                self._set(key, failed)
+            return failed
+
+    def _gather(
+        self, inputs: Sequence[Any], remote: Sequence[Any], remote_nodes: Sequence[str]
+    ) -> list[Any]:
+        args: list[Any] = []
+        it = iter(range(len(remote)))
+        for inp in inputs:
+            if not isinstance(inp, Region):
+                block = self.store[inp]
+                if isinstance(block, TaskFailed):
+                    raise block.error
+                args.append(block)
+                continue
+            parts = []
+            for piece in inp.pieces:
+                if piece.worker == self.index:
+                    parts.append(take(self.store[piece.key], piece.src, piece.perm))
+                else:
+                    i = next(it)
+                    part = remote[i]
+                    if isinstance(part, TaskFailed):
+                        raise part.error
+                    self._count_in(part, remote_nodes[i] if remote_nodes else self.node)
+                    parts.append(part)
+            args.append(assemble(inp, parts))
+        return args
+
+    def _count_in(self, part: Any, node: str) -> None:
+        n = nbytes_of(part)
+        self.counters["bytes_in"] += n
+        if node != self.node:
+            self.counters["bytes_in_from_other_nodes"] += n
+
+    # ---- accounting -----------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        return dict(self.counters, held_bytes=self.held, node=self.node)
+
+    def reset_stats(self) -> None:
+        self.held = sum(nbytes_of(v) for v in getattr(self, "store", {}).values())
+        self.counters = {
+            "tasks": 0,
+            "bytes_in": 0,
+            "bytes_in_from_other_nodes": 0,
+            "bytes_to_driver": 0,
+            "bytes_from_driver": 0,
+            "peak_bytes": self.held,
+        }
+
+    def ping(self) -> str:
+        return self.node
