@@ -1,0 +1,212 @@
+"""ParDNN step 2: move nodes off devices whose memory overflows on the emulated schedule.
+
+Each round simulates the placement (FIFO ready-queue schedule, per-device memory timeline)
+and, on every device whose peak exceeds ``machine.limit`` (memory minus headroom), looks at
+the instant of the peak. Every buffer live then is charged to one node, its *memory
+potential* ``M_pot``: resident state to its residual node, a node's output to the node while
+it runs and afterwards to its last consumer on that device, a received copy to its last
+consumer there. Nodes are then moved, cheapest ``move_cost / M_pot`` first (``move_cost`` =
+node time + communication with same-device neighbours; a node whose ``M_pot`` alone covers
+the overflow is taken instead when its ``move_cost`` is lower — the thesis's two heaps), to
+the device that can take ``M_pot`` and communicates most with the node, until the overflow
+is covered. A moved node is never moved again, so at most ``|V|`` rounds run; the loop stops
+when no device overflows or no node can move.
+
+>>> from spartan.dnn.placement.generator import random_dnn
+>>> from spartan.dnn.placement.simulate import simulate
+>>> from spartan.dnn.placement.taskgraph import Machine
+>>> tg = random_dnn(120, seed=0)
+>>> one = simulate(tg, [0] * tg.n, Machine(2, memory=1e15, link_bw=1e10)).peak[0]
+>>> m = Machine(2, memory=0.8 * one, link_bw=1e10)
+>>> a, info = repair_memory(tg, [0] * tg.n, m)
+>>> info["feasible"], bool(simulate(tg, a, m).peak.max() <= m.limit)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from spartan.dnn.placement.simulate import SimOutcome, simulate
+from spartan.dnn.placement.taskgraph import Machine, NodeKind, TaskGraph
+
+__all__ = ["repair_memory", "memory_potential"]
+
+log = logging.getLogger("spartan")
+
+
+class _Timeline:
+    """Per-device memory level after each event (frees before allocations at equal times)."""
+
+    def __init__(self, out: SimOutcome, k: int) -> None:
+        self.times: list[np.ndarray] = []
+        self.levels: list[np.ndarray] = []
+        for d in range(k):
+            on = out.buf_dev == d
+            t0, t1, b = out.buf_t0[on], out.buf_t1[on], out.buf_bytes[on]
+            freed = out.buf_kind[on] != 0
+            ev_t = np.concatenate([t0, np.maximum(t0, t1)[freed]])
+            ev_d = np.concatenate([b, -b[freed]])
+            order = np.lexsort((ev_d, ev_t))
+            self.times.append(ev_t[order])
+            self.levels.append(np.cumsum(ev_d[order]))
+
+    def peak_time(self, d: int) -> float:
+        return float(self.times[d][int(np.argmax(self.levels[d]))]) if len(self.times[d]) else 0.0
+
+    def max_level(self, d: int, t0: float, t1: float) -> float:
+        """Highest memory level on ``d`` during ``[t0, t1)``."""
+        times, levels = self.times[d], self.levels[d]
+        i0 = int(np.searchsorted(times, t0, side="right")) - 1
+        i1 = int(np.searchsorted(times, t1, side="left"))
+        at_t0 = float(levels[i0]) if i0 >= 0 else 0.0
+        inside = levels[max(i0, 0) : i1]
+        return max(at_t0, float(inside.max())) if len(inside) else at_t0
+
+
+def memory_potential(
+    tg: TaskGraph, assign: np.ndarray, out: SimOutcome, d: int, t: float
+) -> dict[int, tuple[int, float, float]]:
+    """Bytes live on device ``d`` at time ``t`` charged to each node, with the span
+    ``(bytes, first alloc, last free)`` of the charged buffers (see module docstring)."""
+    on = out.buf_dev == d
+    t0, t1 = out.buf_t0[on], out.buf_t1[on]
+    kind = out.buf_kind[on]
+    live = (t0 <= t) & ((kind == 0) | (t < t1))
+    pot: dict[int, tuple[int, float, float]] = {}
+    rows = zip(
+        out.buf_node[on][live].tolist(),
+        out.buf_bytes[on][live].tolist(),
+        kind[live].tolist(),
+        t0[live].tolist(),
+        t1[live].tolist(),
+    )
+    for p, b, kd, lo, hi in rows:
+        if kd == 0 or (kd == 1 and t < out.end[p]):
+            holder = p
+        else:
+            local = [c for c in tg.succs[p] if assign[c] == d]
+            holder = max(local, key=lambda c: (out.end[c], c)) if local else p
+        if tg.kind[holder] == NodeKind.REFERENCE:
+            holder = int(tg.anchor[holder])
+        if kd == 0:
+            hi = float("inf")
+        old = pot.get(holder)
+        pot[holder] = (b, lo, hi) if old is None else (old[0] + b, min(old[1], lo), max(old[2], hi))
+    return pot
+
+
+def repair_memory(
+    tg: TaskGraph,
+    assign: np.ndarray | list[int],
+    machine: Machine,
+    edge_comm: list[float] | None = None,
+    max_rounds: int | None = None,
+) -> tuple[np.ndarray, dict]:
+    """Fit every device under ``machine.limit``; returns the new assignment and a summary
+    ``{"feasible", "moved", "rounds", "peak"}`` (``feasible`` False when nodes ran out)."""
+    a = tg.colocate(np.asarray(assign, dtype=np.int64))
+    if edge_comm is None:
+        edge_comm = machine.comm_time(tg.nbytes.astype(np.float64)).tolist() if tg.m else []
+    k, limit = machine.devices, machine.limit
+    refs_of: dict[int, list[int]] = {}
+    for r in np.flatnonzero(tg.kind == NodeKind.REFERENCE).tolist():
+        refs_of.setdefault(int(tg.anchor[r]), []).append(r)
+    comp = tg.comp.tolist()
+    fixed = np.zeros(tg.n, dtype=bool)
+    moved = rounds = 0
+    max_rounds = tg.n if max_rounds is None else max_rounds
+    while True:
+        out = simulate(tg, a, machine)
+        over = out.peak - limit
+        if (over <= 0).all() or rounds >= max_rounds:
+            break
+        rounds += 1
+        timeline = _Timeline(out, k)
+        added = np.zeros(k)  # bytes moved onto each device this round
+        progress = False
+        for d in sorted(np.flatnonzero(over > 0).tolist(), key=lambda d: (-over[d], d)):
+            charged = memory_potential(tg, a, out, d, timeline.peak_time(d))
+            pot = {x: c[0] for x, c in charged.items()}
+            group = {x: [x, *refs_of.get(x, ())] for x in pot if not fixed[x] and pot[x] > 0}
+
+            cost = {x: _move_cost(tg, group[x], a, d, comp, edge_comm) for x in group}
+            by_ratio = sorted(group, key=lambda x: (cost[x] / pot[x], x))
+            by_cost = sorted(group, key=lambda x: (cost[x], x))
+            taken: set[int] = set()
+            remaining = float(over[d])
+            ri = 0
+            while remaining > 0:
+                while ri < len(by_ratio) and by_ratio[ri] in taken:
+                    ri += 1
+                if ri == len(by_ratio):
+                    break
+                x = by_ratio[ri]
+                big = next((y for y in by_cost if y not in taken and pot[y] >= remaining), None)
+                if big is not None and cost[big] < cost[x]:
+                    x = big
+                taken.add(x)
+                _, lo, hi = charged[x]
+                room = [limit - added[t] - timeline.max_level(t, lo, hi) for t in range(k)]
+                target = _target(tg, a, group[x], d, pot[x], room, edge_comm, k)
+                fixed[x] = True
+                if target < 0:
+                    continue
+                a[group[x]] = target
+                added[target] += pot[x]
+                remaining -= pot[x]
+                moved += len(group[x])
+                progress = True
+        if not progress:
+            break
+    feasible = bool((out.peak <= limit).all())
+    if not feasible:
+        log.warning(
+            "memory repair: still %d bytes over the limit after %d rounds",
+            int((out.peak - limit).max()),
+            rounds,
+        )
+    return a, {"feasible": feasible, "moved": moved, "rounds": rounds, "peak": out.peak}
+
+
+def _move_cost(
+    tg: TaskGraph,
+    members: list[int],
+    a: np.ndarray,
+    d: int,
+    comp: list[float],
+    edge_comm: list[float],
+) -> float:
+    """Time the move adds elsewhere: the nodes' work plus their traffic with device ``d``."""
+    cost = sum(comp[v] for v in members)
+    for v in members:
+        for u, e in zip(tg.succs[v], tg.succ_edges[v]):
+            cost += edge_comm[e] if a[u] == d else 0.0
+        for u, e in zip(tg.preds[v], tg.pred_edges[v]):
+            cost += edge_comm[e] if a[u] == d else 0.0
+    return cost
+
+
+def _target(
+    tg: TaskGraph,
+    a: np.ndarray,
+    members: list[int],
+    d: int,
+    need: float,
+    room: list[float],
+    edge_comm: list[float],
+    k: int,
+) -> int:
+    """Device (not ``d``) with ``room`` for ``need`` bytes that communicates most with ``members``."""
+    talk = [0.0] * k
+    for v in members:
+        for u, e in zip(tg.succs[v], tg.succ_edges[v]):
+            talk[a[u]] += edge_comm[e]
+        for u, e in zip(tg.preds[v], tg.pred_edges[v]):
+            talk[a[u]] += edge_comm[e]
+    fits = [t for t in range(k) if t != d and need <= room[t]]
+    if not fits:
+        return -1
+    return min(fits, key=lambda t: (-talk[t], -room[t], t))
