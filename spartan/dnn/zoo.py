@@ -1,0 +1,585 @@
+"""Model zoo: builders for training (or inference) dataflow graphs of common DNNs.
+
+Models are written against :class:`Net`, a small layer API that records forward ops and
+derives the backward pass (reverse-mode, one ``"<type>_grad"`` op per differentiated
+input, partial gradients summed with ``"add"``) and the optimizer update ops.
+
+>>> g = mlp(64, [784, 256, 10])
+>>> g.param_count(), len(g.ops_in(Phase.UPDATE))
+(203530, 4)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from spartan.dnn.graph import Graph, Op, Phase, TensorKind
+
+ELEMENTWISE_UNARY = ("relu", "tanh", "sigmoid", "gelu")
+
+
+def _conv_out(n: int, k: int, stride: int, pad: int) -> int:
+    out = (n + 2 * pad - k) // stride + 1
+    if out < 1:
+        raise ValueError(f"window {k} (stride {stride}, pad {pad}) does not fit a size-{n} input")
+    return out
+
+
+class Net:
+    """Records a forward graph layer by layer, then adds backward and update ops.
+
+    >>> net = Net("toy")
+    >>> x = net.input("x", (8, 4))
+    >>> y = net.dense(x, 3, name="fc")
+    >>> g = net.build(loss=net.softmax_xent(y, net.input("labels", (8,), dtype="int32")))
+    >>> sorted(o.type for o in g.ops_in(Phase.BACKWARD))
+    ['bias_add_grad', 'matmul_grad', 'softmax_xent_grad']
+    """
+
+    def __init__(self, name: str, dtype: str = "float32") -> None:
+        self.graph = Graph(name)
+        self.dtype = dtype
+        self._counts: dict[str, int] = {}
+        self._built = False
+
+    # ---- tensors --------------------------------------------------------------------
+    def _unique(self, base: str) -> str:
+        """A fresh name ``base``, ``base_1``, ... for layers the caller did not name."""
+        n = self._counts.get(base, 0)
+        name = base if n == 0 else f"{base}_{n}"
+        while self.graph.has_op(name) or f"{name}:out" in self.graph.tensors:
+            n += 1
+            name = f"{base}_{n}"
+        self._counts[base] = n + 1
+        return name
+
+    def input(self, name: str, shape: Sequence[int], dtype: str | None = None) -> str:
+        """A data input (no gradient is computed for it)."""
+        return self.graph.add_tensor(name, tuple(shape), TensorKind.INPUT, dtype or self.dtype).name
+
+    def param(self, name: str, shape: Sequence[int]) -> str:
+        return self.graph.add_tensor(name, tuple(shape), TensorKind.PARAM, self.dtype).name
+
+    def shape(self, t: str) -> tuple[int, ...]:
+        return self.graph.tensors[t].shape
+
+    def op(
+        self,
+        type: str,
+        inputs: Sequence[str],
+        out_shape: Sequence[int],
+        flops: float,
+        name: str | None = None,
+        **attrs: object,
+    ) -> str:
+        """Add a forward op with one new activation output; returns the output name."""
+        if self._built:
+            raise RuntimeError("Net already built; create a new Net to add layers")
+        op_name = name or self._unique(type)
+        out = self.graph.add_tensor(
+            f"{op_name}:out", tuple(out_shape), TensorKind.ACTIVATION, self.dtype
+        ).name
+        self.graph.add_op(op_name, type, inputs, [out], Phase.FORWARD, flops, attrs)
+        return out
+
+    # ---- layers ---------------------------------------------------------------------
+    def matmul(self, x: str, w: str, name: str | None = None) -> str:
+        """``x @ w`` for a 2-D ``x`` (rows = samples) and 2-D ``w``."""
+        (m, k), (k2, n) = self.shape(x), self.shape(w)
+        if k != k2:
+            raise ValueError(f"matmul: shapes {self.shape(x)} and {self.shape(w)} not aligned")
+        return self.op("matmul", [x, w], (m, n), 2 * m * k * n, name, ta=False, tb=False)
+
+    def bias_add(self, x: str, b: str, axis: int = -1, name: str | None = None) -> str:
+        """Add a 1-D bias along ``axis`` (channels: 1 for NCHW, -1 for dense)."""
+        axis = axis % len(self.shape(x))
+        if self.shape(b) != (self.shape(x)[axis],):
+            raise ValueError(f"bias_add: bias {self.shape(b)} does not match axis {axis}")
+        return self.op("bias_add", [x, b], self.shape(x), math.prod(self.shape(x)), name, axis=axis)
+
+    def dense(self, x: str, units: int, bias: bool = True, name: str | None = None) -> str:
+        """Fully connected layer: ``x @ W (+ b)``; flattens ``x`` to 2-D first."""
+        if len(self.shape(x)) != 2:
+            x = self.flatten(x)
+        base = name or self._unique("fc")
+        w = self.param(f"{base}.w", (self.shape(x)[1], units))
+        y = self.matmul(x, w, name=base)
+        if bias:
+            y = self.bias_add(y, self.param(f"{base}.b", (units,)), name=f"{base}.bias")
+        return y
+
+    def conv2d(
+        self,
+        x: str,
+        channels: int,
+        kernel: int | tuple[int, int],
+        stride: int = 1,
+        padding: int | tuple[int, int] = 0,
+        bias: bool = True,
+        name: str | None = None,
+    ) -> str:
+        """2-D convolution over an NCHW input."""
+        kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+        ph, pw = (padding, padding) if isinstance(padding, int) else padding
+        n, c, h, w = self.shape(x)
+        base = name or self._unique("conv")
+        wt = self.param(f"{base}.w", (channels, c, kh, kw))
+        ho, wo = _conv_out(h, kh, stride, ph), _conv_out(w, kw, stride, pw)
+        flops = 2 * n * channels * ho * wo * c * kh * kw
+        y = self.op(
+            "conv2d", [x, wt], (n, channels, ho, wo), flops, base, stride=stride, padding=(ph, pw)
+        )
+        if bias:
+            y = self.bias_add(y, self.param(f"{base}.b", (channels,)), axis=1, name=f"{base}.bias")
+        return y
+
+    def _pool(
+        self, type: str, x: str, kernel: int, stride: int, padding: int, name: str | None
+    ) -> str:
+        n, c, h, w = self.shape(x)
+        ho, wo = _conv_out(h, kernel, stride, padding), _conv_out(w, kernel, stride, padding)
+        flops = n * c * ho * wo * kernel * kernel
+        return self.op(
+            type, [x], (n, c, ho, wo), flops, name, kernel=kernel, stride=stride, padding=padding
+        )
+
+    def maxpool(
+        self,
+        x: str,
+        kernel: int,
+        stride: int | None = None,
+        padding: int = 0,
+        name: str | None = None,
+    ) -> str:
+        return self._pool("maxpool", x, kernel, stride or kernel, padding, name)
+
+    def avgpool(
+        self,
+        x: str,
+        kernel: int,
+        stride: int | None = None,
+        padding: int = 0,
+        name: str | None = None,
+    ) -> str:
+        return self._pool("avgpool", x, kernel, stride or kernel, padding, name)
+
+    def global_avgpool(self, x: str, name: str | None = None) -> str:
+        """Mean over the spatial axes: (N, C, H, W) -> (N, C)."""
+        n, c, _, _ = self.shape(x)
+        return self.op("global_avgpool", [x], (n, c), math.prod(self.shape(x)), name)
+
+    def unary(self, type: str, x: str, name: str | None = None) -> str:
+        if type not in ELEMENTWISE_UNARY:
+            raise ValueError(f"unknown activation {type!r}; one of {ELEMENTWISE_UNARY}")
+        return self.op(type, [x], self.shape(x), math.prod(self.shape(x)), name)
+
+    def relu(self, x: str, name: str | None = None) -> str:
+        return self.unary("relu", x, name)
+
+    def tanh(self, x: str, name: str | None = None) -> str:
+        return self.unary("tanh", x, name)
+
+    def sigmoid(self, x: str, name: str | None = None) -> str:
+        return self.unary("sigmoid", x, name)
+
+    def gelu(self, x: str, name: str | None = None) -> str:
+        return self.unary("gelu", x, name)
+
+    def _binary(self, type: str, a: str, b: str, name: str | None) -> str:
+        if self.shape(a) != self.shape(b):
+            raise ValueError(f"{type}: shapes {self.shape(a)} and {self.shape(b)} differ")
+        return self.op(type, [a, b], self.shape(a), math.prod(self.shape(a)), name)
+
+    def add(self, a: str, b: str, name: str | None = None) -> str:
+        return self._binary("add", a, b, name)
+
+    def mul(self, a: str, b: str, name: str | None = None) -> str:
+        return self._binary("mul", a, b, name)
+
+    def batchnorm(self, x: str, name: str | None = None) -> str:
+        """Batch normalization over channel axis 1 (learned scale and shift)."""
+        c = self.shape(x)[1]
+        base = name or self._unique("bn")
+        gamma, beta = self.param(f"{base}.gamma", (c,)), self.param(f"{base}.beta", (c,))
+        return self.op(
+            "batchnorm", [x, gamma, beta], self.shape(x), 8 * math.prod(self.shape(x)), base
+        )
+
+    def layernorm(self, x: str, name: str | None = None) -> str:
+        """Layer normalization over the last axis (learned scale and shift)."""
+        d = self.shape(x)[-1]
+        base = name or self._unique("ln")
+        gamma, beta = self.param(f"{base}.gamma", (d,)), self.param(f"{base}.beta", (d,))
+        return self.op(
+            "layernorm", [x, gamma, beta], self.shape(x), 8 * math.prod(self.shape(x)), base
+        )
+
+    def reshape(self, x: str, shape: Sequence[int], name: str | None = None) -> str:
+        shape = tuple(shape)
+        if math.prod(shape) != math.prod(self.shape(x)):
+            raise ValueError(f"reshape: cannot reshape {self.shape(x)} to {shape}")
+        return self.op("reshape", [x], shape, 0, name, shape=shape)
+
+    def flatten(self, x: str, name: str | None = None) -> str:
+        s = self.shape(x)
+        return self.reshape(x, (s[0], math.prod(s[1:])), name or "flatten")
+
+    def transpose(self, x: str, perm: Sequence[int], name: str | None = None) -> str:
+        perm = tuple(perm)
+        s = self.shape(x)
+        if sorted(perm) != list(range(len(s))):
+            raise ValueError(f"transpose: {perm} is not a permutation of {len(s)} axes")
+        return self.op("transpose", [x], tuple(s[p] for p in perm), 0, name, perm=perm)
+
+    def concat(self, xs: Sequence[str], axis: int = 1, name: str | None = None) -> str:
+        shapes = [self.shape(x) for x in xs]
+        ref = shapes[0]
+        axis = axis % len(ref)
+        for s in shapes:
+            if len(s) != len(ref) or any(
+                a != b for i, (a, b) in enumerate(zip(s, ref)) if i != axis
+            ):
+                raise ValueError(f"concat: shapes {shapes} differ off axis {axis}")
+        out = list(ref)
+        out[axis] = sum(s[axis] for s in shapes)
+        return self.op(
+            "concat", list(xs), out, 0, name, axis=axis, sizes=tuple(s[axis] for s in shapes)
+        )
+
+    def slice(self, x: str, axis: int, start: int, stop: int, name: str | None = None) -> str:
+        s = list(self.shape(x))
+        axis = axis % len(s)
+        if not 0 <= start < stop <= s[axis]:
+            raise ValueError(f"slice: [{start}, {stop}) out of range for axis of {s[axis]}")
+        s[axis] = stop - start
+        return self.op("slice", [x], s, 0, name, axis=axis, start=start, stop=stop)
+
+    def batch_matmul(
+        self, a: str, b: str, ta: bool = False, tb: bool = False, name: str | None = None
+    ) -> str:
+        """Batched ``a @ b`` over a leading batch axis, optionally transposing operands."""
+        (ba, m, k), (bb, k2, n) = self.shape(a), self.shape(b)
+        if ta:
+            m, k = k, m
+        if tb:
+            k2, n = n, k2
+        if ba != bb or k != k2:
+            raise ValueError(
+                f"batch_matmul: shapes {self.shape(a)} and {self.shape(b)} not aligned"
+            )
+        return self.op("batch_matmul", [a, b], (ba, m, n), 2 * ba * m * k * n, name, ta=ta, tb=tb)
+
+    def softmax(self, x: str, name: str | None = None) -> str:
+        """Softmax over the last axis."""
+        return self.op("softmax", [x], self.shape(x), 5 * math.prod(self.shape(x)), name)
+
+    def scale(self, x: str, factor: float, name: str | None = None) -> str:
+        return self.op("scale", [x], self.shape(x), math.prod(self.shape(x)), name, factor=factor)
+
+    def embedding(self, ids: str, vocab: int, dim: int, name: str | None = None) -> str:
+        """Look up rows of a (vocab, dim) table: ids of shape S -> S + (dim,)."""
+        base = name or self._unique("embed")
+        table = self.param(f"{base}.table", (vocab, dim))
+        out = (*self.shape(ids), dim)
+        return self.op("embedding", [ids, table], out, math.prod(out), base)
+
+    def softmax_xent(self, logits: str, labels: str, name: str | None = None) -> str:
+        """Mean softmax cross-entropy of (N, classes) logits against (N,) int labels."""
+        n, c = self.shape(logits)
+        if self.shape(labels) != (n,):
+            raise ValueError(
+                f"softmax_xent: labels {self.shape(labels)} do not match logits {(n, c)}"
+            )
+        return self.op("softmax_xent", [logits, labels], (), 6 * n * c, name or "loss")
+
+    # ---- training graph -------------------------------------------------------------
+    def build(
+        self,
+        loss: str | None = None,
+        training: bool = True,
+        output: str | None = None,
+        optimizer: str = "sgd",
+        lr: float = 0.01,
+    ) -> Graph:
+        """Finish the graph; for training add backward ops and optimizer updates.
+
+        Backpropagation starts at the scalar ``loss``, or, when ``loss`` is None, at a
+        given gradient seed ``d<output>`` (a GRADIENT source tensor) of ``output``.
+        ``optimizer`` is ``"sgd"``, ``"momentum"`` or ``"adam"``.
+        """
+        if self._built:
+            raise RuntimeError("Net already built")
+        self._built = True
+        g = self.graph
+        if training:
+            if (loss is None) == (output is None):
+                raise ValueError("training needs exactly one of loss= or output=")
+            grads = backward(g, loss if loss is not None else output, seed=loss is None)
+            add_updates(g, grads, optimizer, lr)
+        g.validate()
+        return g
+
+
+# ---- reverse-mode differentiation -------------------------------------------------------
+
+# For each op type: per differentiable input index, the forward tensors its gradient op
+# reads besides dy ("x<i>" = forward input i, "y" = forward output).
+_SAVED: dict[str, dict[int, tuple[str, ...]]] = {
+    "matmul": {0: ("x1",), 1: ("x0",)},
+    "batch_matmul": {0: ("x1",), 1: ("x0",)},
+    "conv2d": {0: ("x1",), 1: ("x0",)},
+    "bias_add": {1: ()},
+    "relu": {0: ("y",)},
+    "tanh": {0: ("y",)},
+    "sigmoid": {0: ("y",)},
+    "gelu": {0: ("x0",)},
+    "mul": {0: ("x1",), 1: ("x0",)},
+    "maxpool": {0: ("x0", "y")},
+    "avgpool": {0: ()},
+    "global_avgpool": {0: ()},
+    "batchnorm": {0: ("x0", "x1"), 1: ("x0",), 2: ()},
+    "layernorm": {0: ("x0", "x1"), 1: ("x0",), 2: ()},
+    "reshape": {0: ()},
+    "transpose": {0: ()},
+    "slice": {0: ()},
+    "softmax": {0: ("y",)},
+    "scale": {0: ()},
+    "embedding": {1: ("x0",)},
+    "softmax_xent": {0: ("x0", "x1")},
+}
+# Gradients that pass dy through unchanged (no op: the gradient tensor is aliased).
+_IDENTITY: dict[str, tuple[int, ...]] = {"bias_add": (0,), "add": (0, 1)}
+
+
+def _grad_flops(op: Op, wrt: int, graph: Graph) -> float:
+    if op.type in ("matmul", "batch_matmul", "conv2d"):
+        return op.flops
+    if op.type == "concat":
+        return 0.0
+    return float(graph.tensors[op.inputs[wrt]].size)
+
+
+def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
+    """Append BACKWARD ops computing gradients of ``root`` w.r.t. every parameter.
+
+    With ``seed=True`` the gradient of ``root`` is a given GRADIENT source ``d<root>``;
+    otherwise ``root`` is a scalar loss. Returns ``{param: gradient tensor}``.
+    """
+    needs: set[str] = {t.name for t in graph.params()}
+    fwd = [o for o in graph.ops if o.phase is Phase.FORWARD]
+    for op in fwd:
+        if any(t in needs for t in op.inputs):
+            needs.update(op.outputs)
+    if root not in needs:
+        raise ValueError(f"{root!r} does not depend on any parameter")
+    partial: dict[str, list[str]] = {}
+    grad: dict[str, str] = {}
+    if seed:
+        t = graph.tensors[root]
+        grad[root] = graph.add_tensor(f"d{root}", t.shape, TensorKind.GRADIENT, t.dtype).name
+
+    def finish(t: str) -> str | None:
+        """The full gradient of ``t``: one partial, or the sum of several."""
+        if t in grad:
+            return grad[t]
+        parts = partial.get(t)
+        if not parts:
+            return None
+        acc = parts[0]
+        for i, p in enumerate(parts[1:], 1):
+            name = f"d{t}" if i == len(parts) - 1 else f"d{t}#acc{i}"
+            tt = graph.tensors[t]
+            graph.add_tensor(name, tt.shape, TensorKind.GRADIENT, tt.dtype)
+            graph.add_op(f"grad_acc:{name}", "add", [acc, p], [name], Phase.BACKWARD, tt.size)
+            acc = name
+        grad[t] = acc
+        return acc
+
+    for op in reversed(fwd):
+        (y,) = op.outputs
+        if y not in needs:
+            continue
+        if y == root and not seed:
+            dy = None  # the loss gradient is implicit (1.0)
+        else:
+            dy = finish(y)
+            if dy is None:
+                continue  # output does not reach the root
+        for i, x in enumerate(op.inputs):
+            if x not in needs:
+                continue
+            if i in _IDENTITY.get(op.type, ()):
+                partial.setdefault(x, []).append(dy)
+                continue
+            if op.type == "concat":
+                saved: tuple[str, ...] = ()
+            elif op.type in _SAVED and i in _SAVED[op.type]:
+                saved = _SAVED[op.type][i]
+            else:
+                raise ValueError(f"no gradient rule for input {i} of {op.type!r} op {op.name!r}")
+            reads = [op.inputs[int(s[1:])] if s.startswith("x") else y for s in saved]
+            xt = graph.tensors[x]
+            k = len(partial.get(x, ()))
+            gname = f"d{x}" if k == 0 else f"d{x}#{k}"
+            graph.add_tensor(gname, xt.shape, TensorKind.GRADIENT, xt.dtype)
+            inputs = ([dy] if dy is not None else []) + reads
+            attrs = {**op.attrs, "of": op.name, "wrt": i}
+            graph.add_op(
+                f"{op.name}:grad{i}",
+                f"{op.type}_grad",
+                inputs,
+                [gname],
+                Phase.BACKWARD,
+                _grad_flops(op, i, graph),
+                attrs,
+            )
+            partial.setdefault(x, []).append(gname)
+    out: dict[str, str] = {}
+    for p in graph.params():
+        g = finish(p.name)
+        if g is not None:
+            out[p.name] = g
+    return out
+
+
+_OPT_STATES = {"sgd": (), "momentum": ("m",), "adam": ("m", "v")}
+_OPT_FLOPS = {"sgd": 2, "momentum": 4, "adam": 12}
+
+
+def add_updates(
+    graph: Graph, grads: dict[str, str], optimizer: str = "sgd", lr: float = 0.01
+) -> None:
+    """Append UPDATE ops: one optimizer op per parameter, updating it in place."""
+    if optimizer not in _OPT_STATES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; one of {sorted(_OPT_STATES)}")
+    for p, dp in grads.items():
+        t = graph.tensors[p]
+        states = [
+            graph.add_tensor(f"{p}.{s}", t.shape, TensorKind.OPT_STATE, t.dtype).name
+            for s in _OPT_STATES[optimizer]
+        ]
+        graph.add_op(
+            f"{optimizer}:{p}",
+            optimizer,
+            [p, dp, *states],
+            [p, *states],
+            Phase.UPDATE,
+            _OPT_FLOPS[optimizer] * t.size,
+            {"lr": lr},
+        )
+
+
+# ---- models -----------------------------------------------------------------------------
+
+
+def mlp(
+    batch: int,
+    widths: Sequence[int],
+    activation: str | None = "relu",
+    bias: bool = True,
+    loss: bool = True,
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """Multi-layer perceptron with layer sizes ``widths`` (input first).
+
+    With ``loss=False`` the backward pass starts from a given gradient ``d<output>``
+    (the setting of SoyBean's exact examples).
+    """
+    if len(widths) < 2:
+        raise ValueError("mlp needs at least an input and an output width")
+    net = Net(f"mlp{len(widths) - 1}")
+    h = net.input("x", (batch, widths[0]))
+    for i, w in enumerate(widths[1:], 1):
+        h = net.dense(h, w, bias=bias, name=f"fc{i}")
+        if activation and i < len(widths) - 1:
+            h = net.unary(activation, h, name=f"{activation}{i}")
+    if not loss:
+        return net.build(output=h if training else None, training=training, optimizer=optimizer)
+    xent = net.softmax_xent(h, net.input("labels", (batch,), dtype="int32"))
+    return net.build(loss=xent, training=training, optimizer=optimizer)
+
+
+def small_cnn(
+    batch: int,
+    image: int = 16,
+    channels: Sequence[int] = (8, 16),
+    classes: int = 10,
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """A small LeNet-style CNN: [conv3x3 -> relu -> maxpool2] per entry of ``channels``,
+    then a dense classifier. Cheap enough to execute in tests."""
+    net = Net("small_cnn")
+    h = net.input("x", (batch, 3, image, image))
+    for i, c in enumerate(channels, 1):
+        h = net.conv2d(h, c, 3, padding=1, name=f"conv{i}")
+        h = net.relu(h, name=f"relu{i}")
+        h = net.maxpool(h, 2, name=f"pool{i}")
+    logits = net.dense(h, classes, name="fc")
+    xent = net.softmax_xent(logits, net.input("labels", (batch,), dtype="int32"))
+    return net.build(loss=xent, training=training, optimizer=optimizer)
+
+
+def _classify(net: Net, h: str, batch: int, training: bool, optimizer: str) -> Graph:
+    xent = net.softmax_xent(h, net.input("labels", (batch,), dtype="int32"))
+    return net.build(loss=xent, training=training, optimizer=optimizer)
+
+
+def alexnet(
+    batch: int, classes: int = 1000, training: bool = True, optimizer: str = "sgd"
+) -> Graph:
+    """AlexNet (single-tower variant as in torchvision; 61.1M parameters)."""
+    net = Net("alexnet")
+    h = net.input("x", (batch, 3, 224, 224))
+    for i, (c, k, s, p, pool) in enumerate(
+        [(64, 11, 4, 2, True), (192, 5, 1, 2, True), (384, 3, 1, 1, False),
+         (256, 3, 1, 1, False), (256, 3, 1, 1, True)], 1
+    ):  # fmt: skip
+        h = net.relu(net.conv2d(h, c, k, stride=s, padding=p, name=f"conv{i}"), name=f"relu{i}")
+        if pool:
+            h = net.maxpool(h, 3, stride=2, name=f"pool{i}")
+    for i, units in enumerate([4096, 4096], 6):
+        h = net.relu(net.dense(h, units, name=f"fc{i}"), name=f"relu{i}")
+    return _classify(net, net.dense(h, classes, name="fc8"), batch, training, optimizer)
+
+
+VGG16_CONFIG = (
+    64,
+    64,
+    "M",
+    128,
+    128,
+    "M",
+    256,
+    256,
+    256,
+    "M",
+    512,
+    512,
+    512,
+    "M",
+    512,
+    512,
+    512,
+    "M",
+)
+
+
+def vgg16(batch: int, classes: int = 1000, training: bool = True, optimizer: str = "sgd") -> Graph:
+    """VGG-16 (configuration D; 138.36M parameters)."""
+    net = Net("vgg16")
+    h = net.input("x", (batch, 3, 224, 224))
+    conv = 0
+    for v in VGG16_CONFIG:
+        if v == "M":
+            h = net.maxpool(h, 2, name=f"pool{conv}")
+        else:
+            conv += 1
+            h = net.relu(
+                net.conv2d(h, int(v), 3, padding=1, name=f"conv{conv}"), name=f"relu{conv}"
+            )
+    for i, units in enumerate([4096, 4096], 14):
+        h = net.relu(net.dense(h, units, name=f"fc{i}"), name=f"relu{i}")
+    return _classify(net, net.dense(h, classes, name="fc16"), batch, training, optimizer)
