@@ -84,12 +84,19 @@ class Net:
         return out
 
     # ---- layers ---------------------------------------------------------------------
-    def matmul(self, x: str, w: str, name: str | None = None) -> str:
-        """``x @ w`` for a 2-D ``x`` (rows = samples) and 2-D ``w``."""
+    def matmul(
+        self, x: str, w: str, ta: bool = False, tb: bool = False, name: str | None = None
+    ) -> str:
+        """``op(x) @ op(w)`` for 2-D operands (rows of ``x`` = samples); ``ta``/``tb``
+        transpose an operand (a tied output layer reads its embedding table with ``tb``)."""
         (m, k), (k2, n) = self.shape(x), self.shape(w)
+        if ta:
+            m, k = k, m
+        if tb:
+            k2, n = n, k2
         if k != k2:
             raise ValueError(f"matmul: shapes {self.shape(x)} and {self.shape(w)} not aligned")
-        return self.op("matmul", [x, w], (m, n), 2 * m * k * n, name, ta=False, tb=False)
+        return self.op("matmul", [x, w], (m, n), 2 * m * k * n, name, ta=ta, tb=tb)
 
     def bias_add(self, x: str, b: str, axis: int = -1, name: str | None = None) -> str:
         """Add a 1-D bias along ``axis`` (channels: 1 for NCHW, -1 for dense)."""
@@ -348,6 +355,7 @@ _SAVED: dict[str, dict[int, tuple[str, ...]]] = {
     "embedding": {1: ("x0",)},
     "softmax_xent": {0: ("x0", "x1")},
 }
+_ONE = "<d(loss)/d(loss)>"  # the implicit unit gradient of a scalar loss; never a tensor
 # Gradients that pass dy through unchanged (no op: the gradient tensor is aliased).
 _IDENTITY: dict[str, tuple[int, ...]] = {"bias_add": (0,), "add": (0, 1)}
 
@@ -357,7 +365,8 @@ def _grad_flops(op: Op, wrt: int, graph: Graph) -> float:
         return op.flops
     if op.type == "concat":
         return 0.0
-    return float(graph.tensors[op.inputs[wrt]].size)
+    # elementwise gradients touch the input; reductions (bias, pooling, ...) all of dy
+    return float(max(graph.tensors[op.inputs[wrt]].size, graph.tensors[op.outputs[0]].size))
 
 
 def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
@@ -373,11 +382,19 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
             needs.update(op.outputs)
     if root not in needs:
         raise ValueError(f"{root!r} does not depend on any parameter")
+    fan: dict[str, int] = {}  # gradient contributions each tensor will receive
+    for op in fwd:
+        if any(t in needs for t in op.outputs):
+            for x in op.inputs:
+                if x in needs:
+                    fan[x] = fan.get(x, 0) + 1
     partial: dict[str, list[str]] = {}
     grad: dict[str, str] = {}
     if seed:
         t = graph.tensors[root]
         grad[root] = graph.add_tensor(f"d{root}", t.shape, TensorKind.GRADIENT, t.dtype).name
+    else:
+        grad[root] = _ONE
 
     def finish(t: str) -> str | None:
         """The full gradient of ``t``: one partial, or the sum of several."""
@@ -386,6 +403,8 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
         parts = partial.get(t)
         if not parts:
             return None
+        if len(parts) > 1 and _ONE in parts:
+            raise ValueError(f"the loss {t!r} is used by other ops; only a final loss is supported")
         acc = parts[0]
         for i, p in enumerate(parts[1:], 1):
             name = f"d{t}" if i == len(parts) - 1 else f"d{t}#acc{i}"
@@ -400,12 +419,9 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
         (y,) = op.outputs
         if y not in needs:
             continue
-        if y == root and not seed:
-            dy = None  # the loss gradient is implicit (1.0)
-        else:
-            dy = finish(y)
-            if dy is None:
-                continue  # output does not reach the root
+        dy = finish(y)
+        if dy is None:
+            continue  # output does not reach the root
         for i, x in enumerate(op.inputs):
             if x not in needs:
                 continue
@@ -421,9 +437,9 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
             reads = [op.inputs[int(s[1:])] if s.startswith("x") else y for s in saved]
             xt = graph.tensors[x]
             k = len(partial.get(x, ()))
-            gname = f"d{x}" if k == 0 else f"d{x}#{k}"
+            gname = f"d{x}" if fan[x] == 1 else f"d{x}#{k}"
             graph.add_tensor(gname, xt.shape, TensorKind.GRADIENT, xt.dtype)
-            inputs = ([dy] if dy is not None else []) + reads
+            inputs = ([dy] if dy != _ONE else []) + reads
             attrs = {**op.attrs, "of": op.name, "wrt": i}
             graph.add_op(
                 f"{op.name}:grad{i}",
@@ -583,3 +599,357 @@ def vgg16(batch: int, classes: int = 1000, training: bool = True, optimizer: str
     for i, units in enumerate([4096, 4096], 14):
         h = net.relu(net.dense(h, units, name=f"fc{i}"), name=f"relu{i}")
     return _classify(net, net.dense(h, classes, name="fc16"), batch, training, optimizer)
+
+
+# ---- residual networks --------------------------------------------------------------------
+
+RESNET_BLOCKS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3)}
+
+
+def _conv_bn(net: Net, x: str, c: int, k: int | tuple[int, int], stride: int = 1,
+             padding: int | tuple[int, int] = 0, relu: bool = True, name: str = "") -> str:  # fmt: skip
+    """conv (no bias) -> batchnorm -> optional relu, the unit of ResNet and Inception."""
+    h = net.conv2d(x, c, k, stride=stride, padding=padding, bias=False, name=name)
+    h = net.batchnorm(h, name=f"{name}.bn")
+    return net.relu(h, name=f"{name}.relu") if relu else h
+
+
+def resnet(
+    depth: int = 50,
+    batch: int = 32,
+    width: float = 1,
+    classes: int = 1000,
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """Bottleneck ResNet-50/101/152 (25.56M / 44.55M / 60.19M parameters).
+
+    ``width`` scales the bottleneck's inner channels, as in wide ResNets
+    (``resnet(50, width=2)`` is torchvision's wide_resnet50_2).
+    """
+    if depth not in RESNET_BLOCKS:
+        raise ValueError(f"resnet depth must be one of {sorted(RESNET_BLOCKS)}, got {depth}")
+    if width <= 0:
+        raise ValueError(f"width must be > 0, got {width}")
+    suffix = "" if width == 1 else f"_w{width:g}"
+    net = Net(f"resnet{depth}{suffix}")
+    h = net.input("x", (batch, 3, 224, 224))
+    h = _conv_bn(net, h, 64, 7, stride=2, padding=3, name="conv1")
+    h = net.maxpool(h, 3, stride=2, padding=1, name="pool1")
+    cin = 64
+    for stage, (blocks, planes) in enumerate(zip(RESNET_BLOCKS[depth], (64, 128, 256, 512)), 1):
+        inner, out = int(planes * width), planes * 4
+        for b in range(blocks):
+            stride = 2 if b == 0 and stage > 1 else 1
+            base = f"layer{stage}.{b}"
+            y = _conv_bn(net, h, inner, 1, name=f"{base}.conv1")
+            y = _conv_bn(net, y, inner, 3, stride=stride, padding=1, name=f"{base}.conv2")
+            y = _conv_bn(net, y, out, 1, relu=False, name=f"{base}.conv3")
+            if b == 0 and (stride != 1 or cin != out):
+                h = _conv_bn(net, h, out, 1, stride=stride, relu=False, name=f"{base}.down")
+            h = net.relu(net.add(y, h, name=f"{base}.add"), name=f"{base}.relu")
+            cin = out
+    h = net.global_avgpool(h, name="avgpool")
+    return _classify(net, net.dense(h, classes, name="fc"), batch, training, optimizer)
+
+
+def wresnet152(
+    scale: float = 2, batch: int = 32, training: bool = True, optimizer: str = "sgd"
+) -> Graph:
+    """WResNet-152-X: ResNet-152 with bottleneck width scaled by ``scale`` (SwapAdvisor)."""
+    return resnet(152, batch, width=scale, training=training, optimizer=optimizer)
+
+
+# ---- Inception-v4 ---------------------------------------------------------------------------
+
+
+def inception_v4(
+    batch: int = 32, scale: float = 1, classes: int = 1000, training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:  # fmt: skip
+    """Inception-v4 (Szegedy et al. 2016; 42.7M parameters at ``scale=1``).
+
+    ``scale`` multiplies every convolution's channel count (the wide Inception-v4-X of
+    SwapAdvisor).
+    """
+    if scale <= 0:
+        raise ValueError(f"scale must be > 0, got {scale}")
+    net = Net("inception_v4" if scale == 1 else f"inception_v4_x{scale:g}")
+
+    def cbr(x: str, c: int, k: int | tuple[int, int], stride: int = 1,
+            padding: int | tuple[int, int] = 0, name: str = "") -> str:  # fmt: skip
+        return _conv_bn(net, x, max(1, round(c * scale)), k, stride, padding, name=name)
+
+    def chain(x: str, base: str, *layers: tuple) -> str:
+        for i, (c, k, *rest) in enumerate(layers):
+            stride, pad = (rest + [1, 0])[:2] if rest else (1, 0)
+            x = cbr(x, c, k, stride, pad, name=f"{base}.{i}")
+        return x
+
+    def avg_branch(x: str, c: int, base: str) -> str:
+        return cbr(net.avgpool(x, 3, stride=1, padding=1, name=f"{base}.pool"), c, 1, name=base)
+
+    h = net.input("x", (batch, 3, 299, 299))
+    h = chain(h, "stem", (32, 3, 2, 0), (32, 3), (64, 3, 1, 1))
+    h = net.concat(
+        [net.maxpool(h, 3, 2, name="mixed3a.pool"), cbr(h, 96, 3, 2, name="mixed3a.conv")]
+    )
+    h = net.concat([
+        chain(h, "mixed4a.b0", (64, 1), (96, 3)),
+        chain(h, "mixed4a.b1", (64, 1), (64, (1, 7), 1, (0, 3)), (64, (7, 1), 1, (3, 0)), (96, 3)),
+    ])  # fmt: skip
+    h = net.concat(
+        [cbr(h, 192, 3, 2, name="mixed5a.conv"), net.maxpool(h, 3, 2, name="mixed5a.pool")]
+    )
+    for i in range(4):
+        b = f"incA{i}"
+        h = net.concat([
+            cbr(h, 96, 1, name=f"{b}.b0"),
+            chain(h, f"{b}.b1", (64, 1), (96, 3, 1, 1)),
+            chain(h, f"{b}.b2", (64, 1), (96, 3, 1, 1), (96, 3, 1, 1)),
+            avg_branch(h, 96, f"{b}.b3"),
+        ])  # fmt: skip
+    h = net.concat([
+        cbr(h, 384, 3, 2, name="redA.b0"),
+        chain(h, "redA.b1", (192, 1), (224, 3, 1, 1), (256, 3, 2, 0)),
+        net.maxpool(h, 3, 2, name="redA.pool"),
+    ])  # fmt: skip
+    for i in range(7):
+        b = f"incB{i}"
+        h = net.concat([
+            cbr(h, 384, 1, name=f"{b}.b0"),
+            chain(h, f"{b}.b1", (192, 1), (224, (1, 7), 1, (0, 3)), (256, (7, 1), 1, (3, 0))),
+            chain(h, f"{b}.b2", (192, 1), (192, (7, 1), 1, (3, 0)), (224, (1, 7), 1, (0, 3)),
+                  (224, (7, 1), 1, (3, 0)), (256, (1, 7), 1, (0, 3))),
+            avg_branch(h, 128, f"{b}.b3"),
+        ])  # fmt: skip
+    h = net.concat([
+        chain(h, "redB.b0", (192, 1), (192, 3, 2, 0)),
+        chain(h, "redB.b1", (256, 1), (256, (1, 7), 1, (0, 3)), (320, (7, 1), 1, (3, 0)),
+              (320, 3, 2, 0)),
+        net.maxpool(h, 3, 2, name="redB.pool"),
+    ])  # fmt: skip
+    for i in range(3):
+        b = f"incC{i}"
+        b1 = cbr(h, 384, 1, name=f"{b}.b1")
+        b2 = chain(h, f"{b}.b2", (384, 1), (448, (3, 1), 1, (1, 0)), (512, (1, 3), 1, (0, 1)))
+        h = net.concat([
+            cbr(h, 256, 1, name=f"{b}.b0"),
+            cbr(b1, 256, (1, 3), padding=(0, 1), name=f"{b}.b1a"),
+            cbr(b1, 256, (3, 1), padding=(1, 0), name=f"{b}.b1b"),
+            cbr(b2, 256, (1, 3), padding=(0, 1), name=f"{b}.b2a"),
+            cbr(b2, 256, (3, 1), padding=(1, 0), name=f"{b}.b2b"),
+            avg_branch(h, 256, f"{b}.b3"),
+        ])  # fmt: skip
+    h = net.global_avgpool(h, name="avgpool")
+    return _classify(net, net.dense(h, classes, name="fc"), batch, training, optimizer)
+
+
+# ---- recurrent networks ---------------------------------------------------------------------
+
+
+def rnn(
+    layers: int = 2,
+    hidden: int = 512,
+    batch: int = 32,
+    seq: int = 20,
+    bidirectional: bool = False,
+    input_size: int | None = None,
+    classes: int = 1000,
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """An LSTM RNN (or BRNN with ``bidirectional=True``), unrolled over ``seq`` steps.
+
+    Each layer (and direction) has ``Wx (in, 4H)``, ``Wh (H, 4H)`` and one bias ``(4H,)``;
+    weights are shared over time, so their gradients sum one partial per step. A dense
+    classifier reads the last layer's final hidden state(s).
+    """
+    if min(layers, hidden, batch, seq) < 1:
+        raise ValueError("rnn: layers, hidden, batch and seq must be >= 1")
+    net = Net(f"{'b' if bidirectional else ''}lstm{layers}x{hidden}")
+    xin = input_size or hidden
+    xs = [net.input(f"x[{t}]", (batch, xin)) for t in range(seq)]
+    zero = net.input("zeros", (batch, hidden))
+    finals: list[str] = []
+    for layer in range(layers):
+        outs_by_dir = []
+        for d, direction in enumerate(("fw", "bw") if bidirectional else ("fw",)):
+            base = f"l{layer}.{direction}"
+            in_dim = net.shape(xs[0])[1]
+            wx = net.param(f"{base}.wx", (in_dim, 4 * hidden))
+            wh = net.param(f"{base}.wh", (hidden, 4 * hidden))
+            b = net.param(f"{base}.b", (4 * hidden,))
+            h, c = zero, zero
+            outs: list[str] = [""] * seq
+            steps = range(seq) if d == 0 else range(seq - 1, -1, -1)
+            for t in steps:
+                s = f"{base}.t{t}"
+                z = net.add(
+                    net.matmul(xs[t], wx, name=f"{s}.mx"),
+                    net.matmul(h, wh, name=f"{s}.mh"),
+                    name=f"{s}.z",
+                )
+                z = net.bias_add(z, b, name=f"{s}.zb")
+                i, f, g, o = (net.slice(z, 1, k * hidden, (k + 1) * hidden, name=f"{s}.{n}")
+                              for k, n in enumerate("ifgo"))  # fmt: skip
+                i, f, o = (
+                    net.sigmoid(v, name=f"{s}.sig{n}") for v, n in ((i, "i"), (f, "f"), (o, "o"))
+                )
+                g = net.tanh(g, name=f"{s}.tanhg")
+                c = net.add(
+                    net.mul(f, c, name=f"{s}.fc"), net.mul(i, g, name=f"{s}.ig"), name=f"{s}.c"
+                )
+                h = net.mul(o, net.tanh(c, name=f"{s}.tanhc"), name=f"{s}.h")
+                outs[t] = h
+            outs_by_dir.append(outs)
+            finals.append(h)
+        if bidirectional:
+            xs = [
+                net.concat([fw, bw], axis=1, name=f"l{layer}.cat{t}")
+                for t, (fw, bw) in enumerate(zip(*outs_by_dir))
+            ]
+        else:
+            xs = outs_by_dir[0]
+    last = finals[-2:] if bidirectional else finals[-1:]
+    h = net.concat(last, axis=1, name="final") if bidirectional else last[0]
+    return _classify(net, net.dense(h, classes, name="classifier"), batch, training, optimizer)
+
+
+# ---- transformers ---------------------------------------------------------------------------
+
+
+def _attention(net: Net, h: str, batch: int, seq: int, heads: int, base: str) -> str:
+    """Multi-head self-attention over ``h`` of shape (batch*seq, d)."""
+    d = net.shape(h)[1]
+    if d % heads:
+        raise ValueError(f"d_model {d} is not divisible by heads {heads}")
+    dh = d // heads
+
+    def split(x: str, n: str) -> str:  # (B*S, d) -> (B*H, S, dh)
+        x = net.reshape(x, (batch, seq, heads, dh), name=f"{base}.{n}.split")
+        x = net.transpose(x, (0, 2, 1, 3), name=f"{base}.{n}.heads")
+        return net.reshape(x, (batch * heads, seq, dh), name=f"{base}.{n}.bh")
+
+    q, k, v = (split(net.dense(h, d, name=f"{base}.{n}"), n) for n in "qkv")
+    scores = net.batch_matmul(q, k, tb=True, name=f"{base}.scores")
+    probs = net.softmax(
+        net.scale(scores, 1 / math.sqrt(dh), name=f"{base}.scaled"), name=f"{base}.softmax"
+    )
+    ctx = net.batch_matmul(probs, v, name=f"{base}.ctx")
+    ctx = net.reshape(ctx, (batch, heads, seq, dh), name=f"{base}.ctx.split")
+    ctx = net.transpose(ctx, (0, 2, 1, 3), name=f"{base}.ctx.merge")
+    ctx = net.reshape(ctx, (batch * seq, d), name=f"{base}.ctx.flat")
+    return net.dense(ctx, d, name=f"{base}.o")
+
+
+def _ffn(net: Net, h: str, ffn: int, base: str) -> str:
+    d = net.shape(h)[1]
+    return net.dense(
+        net.gelu(net.dense(h, ffn, name=f"{base}.fc1"), name=f"{base}.gelu"), d, name=f"{base}.fc2"
+    )
+
+
+def transformer(
+    layers: int = 12,
+    d_model: int = 768,
+    heads: int = 12,
+    seq: int = 128,
+    batch: int = 8,
+    ffn: int | None = None,
+    vocab: int = 30522,
+    max_pos: int = 512,
+    type_vocab: int = 0,
+    pre_ln: bool = False,
+    pooler: bool = False,
+    mlm_head: bool = False,
+    name: str = "transformer",
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """A Transformer stack over token and position embeddings, trained as a language model.
+
+    ``pre_ln=False`` is a post-LN encoder (BERT); ``pre_ln=True`` a pre-LN decoder with a
+    final LayerNorm (GPT-2; the causal mask changes no shape or parameter). The output
+    layer is tied to the token embedding. ``type_vocab`` adds segment embeddings,
+    ``pooler`` a tanh pooler over the first token with a 2-way classifier (BERT's NSP),
+    ``mlm_head`` BERT's dense+GELU+LayerNorm transform with an output bias.
+    """
+    if seq > max_pos:
+        raise ValueError(f"seq {seq} exceeds max_pos {max_pos}")
+    ffn = ffn or 4 * d_model
+    net = Net(name)
+    ids = net.input("ids", (batch, seq), dtype="int32")
+    emb = net.embedding(ids, vocab, d_model, name="tok_embed")
+    table = "tok_embed.table"
+    h = net.add(emb, net.embedding(net.input("pos_ids", (batch, seq), dtype="int32"), max_pos, d_model, name="pos_embed"), name="embed.add")  # fmt: skip
+    if type_vocab:
+        types = net.embedding(net.input("type_ids", (batch, seq), dtype="int32"), type_vocab, d_model, name="type_embed")  # fmt: skip
+        h = net.add(h, types, name="embed.add_type")
+    h = net.reshape(h, (batch * seq, d_model), name="embed.flat")
+    if not pre_ln:
+        h = net.layernorm(h, name="embed.ln")
+    for i in range(layers):
+        b = f"layer{i}"
+        if pre_ln:
+            h = net.add(h, _attention(net, net.layernorm(h, name=f"{b}.ln1"), batch, seq, heads, f"{b}.attn"), name=f"{b}.res1")  # fmt: skip
+            h = net.add(
+                h, _ffn(net, net.layernorm(h, name=f"{b}.ln2"), ffn, f"{b}.ffn"), name=f"{b}.res2"
+            )
+        else:
+            h = net.layernorm(net.add(h, _attention(net, h, batch, seq, heads, f"{b}.attn"), name=f"{b}.res1"), name=f"{b}.ln1")  # fmt: skip
+            h = net.layernorm(
+                net.add(h, _ffn(net, h, ffn, f"{b}.ffn"), name=f"{b}.res2"), name=f"{b}.ln2"
+            )
+    if pre_ln:
+        h = net.layernorm(h, name="final_ln")
+    out = h
+    if mlm_head:
+        out = net.layernorm(
+            net.gelu(net.dense(out, d_model, name="mlm.dense"), name="mlm.gelu"), name="mlm.ln"
+        )
+    logits = net.matmul(out, table, tb=True, name="lm_head")
+    if mlm_head:
+        logits = net.bias_add(logits, net.param("mlm.bias", (vocab,)), name="mlm.bias_add")
+    loss = net.softmax_xent(
+        logits, net.input("labels", (batch * seq,), dtype="int32"), name="lm_loss"
+    )
+    if pooler:
+        first = net.reshape(net.slice(net.reshape(h, (batch, seq, d_model), name="pool.unflat"), 1, 0, 1, name="pool.first"), (batch, d_model), name="pool.cls")  # fmt: skip
+        pooled = net.tanh(net.dense(first, d_model, name="pooler"), name="pooler.tanh")
+        nsp = net.softmax_xent(net.dense(pooled, 2, name="nsp"), net.input("nsp_labels", (batch,), dtype="int32"), name="nsp_loss")  # fmt: skip
+        loss = net.add(loss, nsp, name="loss")
+    return net.build(loss=loss, training=training, optimizer=optimizer)
+
+
+def bert_large(
+    batch: int = 8, seq: int = 128, training: bool = True, optimizer: str = "sgd"
+) -> Graph:
+    """BERT-Large pre-training graph (24 layers, 1024 wide, 16 heads; 336.2M parameters
+    with the pooler, NSP and MLM heads, i.e. HuggingFace's BertForPreTraining)."""
+    return transformer(24, 1024, 16, seq, batch, vocab=30522, max_pos=512, type_vocab=2,
+                       pooler=True, mlm_head=True, name="bert_large", training=training,
+                       optimizer=optimizer)  # fmt: skip
+
+
+GPT2_SIZES = {
+    "small": (12, 768, 12),
+    "medium": (24, 1024, 16),
+    "large": (36, 1280, 20),
+    "xl": (48, 1600, 25),
+}
+
+
+def gpt2(
+    size: str = "small",
+    batch: int = 8,
+    seq: int = 1024,
+    training: bool = True,
+    optimizer: str = "sgd",
+) -> Graph:
+    """GPT-2 (small 124.4M, medium 354.8M, large 774.0M, xl 1557.6M parameters)."""
+    if size not in GPT2_SIZES:
+        raise ValueError(f"gpt2 size must be one of {sorted(GPT2_SIZES)}, got {size!r}")
+    layers, d, heads = GPT2_SIZES[size]
+    return transformer(layers, d, heads, seq, batch, vocab=50257, max_pos=1024, pre_ln=True,
+                       name=f"gpt2_{size}", training=training, optimizer=optimizer)  # fmt: skip
