@@ -1,0 +1,106 @@
+"""The tiling optimizer: choose how every array of a program is cut to move fewest bytes.
+
+>>> from spartan.frontend.optimizer import Program, optimize
+>>> p = Program()
+>>> a, b = p.source((512, 512), name="A"), p.source((512, 512), name="B")
+>>> c = p.map(a, b)
+>>> d = p.map(p.transpose(a), p.transpose(b))
+>>> e = p.map(c, d)
+>>> plan = optimize(p, nworkers=4)
+>>> str(plan.tiling[d]), plan.method
+('column[1, 4]', 'exact')
+
+``optimize`` builds the tiling graph from the operators' cost profiles, solves it
+exactly when its width allows (always for programs of the thesis's size) and otherwise
+runs the thesis's greedy search followed by local improvement. ``greedy_plan`` runs the
+thesis's search alone, ``brute_force`` enumerates every combination.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from spartan.frontend.optimizer.graph import TilingGraph
+from spartan.frontend.optimizer.plan import Plan
+from spartan.frontend.optimizer.profiles import Choice, UpdateHistory
+from spartan.frontend.optimizer.program import Node, Program
+from spartan.frontend.optimizer.search import enumerate_all, exact, greedy, improve
+
+__all__ = [
+    "Choice",
+    "Node",
+    "Plan",
+    "Program",
+    "TilingGraph",
+    "UpdateHistory",
+    "brute_force",
+    "exact_plan",
+    "greedy_plan",
+    "optimize",
+]
+
+
+def optimize(
+    program: Program,
+    nworkers: int,
+    dup_budget_bytes: int = 0,
+    history: UpdateHistory | None = None,
+    method: str = "auto",
+) -> Plan:
+    """Tile every node of ``program`` for ``nworkers`` workers.
+
+    ``dup_budget_bytes`` bounds the extra memory of duplicated arrays (none without it);
+    ``history`` holds join_update update bytes measured in earlier runs. ``method``:
+    ``auto`` (exact when feasible, else greedy + improvement), ``exact``, ``greedy``
+    (the thesis's search alone) or ``greedy+improve``.
+    """
+    if method not in ("auto", "exact", "greedy", "greedy+improve"):
+        raise ValueError(
+            f"unknown method {method!r}; expected auto, exact, greedy or greedy+improve"
+        )
+    start = time.perf_counter()
+    graph = TilingGraph.build(program, nworkers, dup_budget_bytes, history)
+    assign = None
+    used = method
+    if method in ("auto", "exact"):
+        assign = exact(graph, dup_budget_bytes)
+        used = "exact"
+        if assign is None and method == "exact":
+            raise ValueError("the tiling graph is too wide for the exact solver")
+    if assign is None:
+        assign = greedy(graph, dup_budget_bytes)
+        used = "greedy"
+        if method != "greedy":
+            assign = improve(graph, assign, dup_budget_bytes)
+            used = "greedy+improve"
+    return Plan.from_assignment(graph, assign, used, time.perf_counter() - start)
+
+
+def _plan_with(
+    solver: Callable[[TilingGraph, int], list[int] | None], label: str
+) -> Callable[..., Plan]:
+    def run(
+        program: Program,
+        nworkers: int,
+        dup_budget_bytes: int = 0,
+        history: UpdateHistory | None = None,
+    ) -> Plan:
+        start = time.perf_counter()
+        graph = TilingGraph.build(program, nworkers, dup_budget_bytes, history)
+        assign = solver(graph, dup_budget_bytes)
+        if assign is None:
+            raise ValueError("the tiling graph is too wide for the exact solver")
+        return Plan.from_assignment(graph, assign, label, time.perf_counter() - start)
+
+    return run
+
+
+brute_force = _plan_with(enumerate_all, "brute force")
+brute_force.__doc__ = (
+    """The best plan by enumerating every combination of tilings (small programs)."""
+)
+exact_plan = _plan_with(exact, "exact")
+exact_plan.__doc__ = """The best plan by variable elimination (raises if the graph is too wide)."""
+greedy_plan = _plan_with(greedy, "greedy")
+greedy_plan.__doc__ = """The thesis's maximum-connectivity-first search alone (Fig. 2.8)."""

@@ -1,0 +1,156 @@
+"""Vectorized tile geometry: how many elements of which regions sit on which worker.
+
+Everything the cost profiles need reduces to two counts, done with NumPy over all
+tiles at once:
+
+* :func:`strided_read_bytes` -- bytes a list of strided reads (one per task, in a root
+  array's coordinates) fetch from tiles on other workers. For unit strides it equals
+  :func:`spartan.tiling.read_bytes`.
+* :func:`cross_overlap` -- elements shared by two lists of boxes on different workers
+  (partials sent to output tiles, re-tiling from a view's layout).
+
+A *layout* is ``(boxes, workers)``: ``boxes`` of shape ``(n, ndim, 2)`` with ``[lo, hi)``
+per axis, ``workers`` of shape ``(n,)``.
+
+>>> t = Tiling.row((4, 4), 2)
+>>> reads = layout((4, 4), Tiling.column((4, 4), 2), 2)
+>>> strided_read_bytes((4, 4), 8, t, selections(reads[0]), reads[1], 2)
+64
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from spartan.frontend.viewmap import ViewMap
+from spartan.tiling import Tiling
+
+Layout = tuple[np.ndarray, np.ndarray]
+
+
+@lru_cache(maxsize=4096)
+def _layout(shape: tuple[int, ...], tiling: Tiling, nworkers: int) -> Layout:
+    nd = len(shape)
+    if tiling.replicated:
+        boxes = np.zeros((nworkers, nd, 2), dtype=np.int64)
+        boxes[:, :, 1] = shape
+        return boxes, np.arange(nworkers, dtype=np.int64)
+    grids = np.meshgrid(*(np.arange(c, dtype=np.int64) for c in tiling.cuts), indexing="ij")
+    idx = np.stack([g.ravel() for g in grids], axis=-1).reshape(-1, nd)
+    n = np.asarray(shape, dtype=np.int64)
+    c = np.asarray(tiling.cuts, dtype=np.int64)
+    boxes = np.stack([idx * n // c, (idx + 1) * n // c], axis=-1)
+    workers = np.arange(tiling.ntiles, dtype=np.int64) * nworkers // tiling.ntiles
+    boxes.flags.writeable = False
+    workers.flags.writeable = False
+    return boxes, workers
+
+
+def layout(shape: Sequence[int], tiling: Tiling, nworkers: int) -> Layout:
+    """Every tile of an array tiled ``tiling`` (a replicated array: one copy per worker)."""
+    return _layout(tuple(int(s) for s in shape), tiling, int(nworkers))
+
+
+def view_layout(vm: ViewMap, root_shape: Sequence[int], tiling: Tiling, nworkers: int) -> Layout:
+    """The pieces of a view: each root tile's part inside the view, in view coordinates,
+    on the root tile's worker (empty pieces dropped)."""
+    boxes, workers = layout(root_shape, tiling, nworkers)
+    keep = np.ones(len(workers), dtype=bool)
+    for ax, idx in vm.fixed:
+        keep &= (boxes[:, ax, 0] <= idx) & (idx < boxes[:, ax, 1])
+    out = np.zeros((len(workers), len(vm.axes), 2), dtype=np.int64)
+    for k, a in enumerate(vm.axes):
+        if a.base is None:
+            out[:, k, 1] = 1
+            continue
+        lo, hi = boxes[:, a.base, 0], boxes[:, a.base, 1]
+        if a.step > 0:
+            first = _ceil_div(lo - a.start, a.step)
+            last = _ceil_div(hi - a.start, a.step)
+        else:  # positions start + i*step decrease with i
+            first = _ceil_div(a.start - (hi - 1), -a.step)
+            last = _ceil_div(a.start - (lo - 1), -a.step)
+        first, last = np.clip(first, 0, a.count), np.clip(last, 0, a.count)
+        out[:, k, 0], out[:, k, 1] = first, last
+        keep &= last > first
+    return out[keep], workers[keep]
+
+
+def selections(boxes: np.ndarray, vm: ViewMap | None = None) -> np.ndarray:
+    """Strided root selections ``(n, root_ndim, 3)`` = (first, step, count) of view boxes."""
+    lo, hi = boxes[..., 0], boxes[..., 1]
+    if vm is None:
+        return np.stack([lo, np.ones_like(lo), hi - lo], axis=-1)
+    sel = np.zeros((len(boxes), vm.base_ndim, 3), dtype=np.int64)
+    sel[:, :, 1] = 1
+    sel[:, :, 2] = 1
+    for k, a in enumerate(vm.axes):
+        if a.base is not None:
+            sel[:, a.base, 0] = a.start + a.step * lo[:, k]
+            sel[:, a.base, 1] = a.step
+            sel[:, a.base, 2] = hi[:, k] - lo[:, k]
+    for ax, idx in vm.fixed:
+        sel[:, ax, 0] = idx
+    return sel
+
+
+def _ceil_div(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
+    return -((-a) // b)
+
+
+def _strided_counts(
+    first: np.ndarray, step: np.ndarray, count: np.ndarray, bounds: np.ndarray
+) -> np.ndarray:
+    """``(r, c)``: terms ``first + i*step`` (0 <= i < count) in each piece ``[b_j, b_j+1)``."""
+    neg = step < 0
+    first = np.where(neg, first + (count - 1) * step, first)
+    step = np.abs(step)
+    step = np.where(step == 0, 1, step)
+
+    def below(x: np.ndarray) -> np.ndarray:
+        return np.clip(_ceil_div(x[None, :] - first[:, None], step[:, None]), 0, count[:, None])
+
+    b = below(bounds)
+    return b[:, 1:] - b[:, :-1]
+
+
+def overlap_with_tiles(root_shape: Sequence[int], tiling: Tiling, sel: np.ndarray) -> np.ndarray:
+    """``(r, ntiles)`` elements of each strided selection inside each tile (C order)."""
+    r = len(sel)
+    total = np.ones((r, 1), dtype=np.int64)
+    for ax, (n, c) in enumerate(zip(root_shape, tiling.cuts)):
+        bounds = np.arange(c + 1, dtype=np.int64) * n // c
+        counts = _strided_counts(sel[:, ax, 0], sel[:, ax, 1], sel[:, ax, 2], bounds)
+        total = (total[:, :, None] * counts[:, None, :]).reshape(r, -1)
+    return total
+
+
+def strided_read_bytes(
+    root_shape: Sequence[int],
+    itemsize: int,
+    tiling: Tiling,
+    sel: np.ndarray,
+    readers: np.ndarray,
+    nworkers: int,
+) -> int:
+    """Bytes the readers fetch from tiles on other workers (0 from a replicated array)."""
+    if tiling.replicated or len(sel) == 0:
+        return 0
+    ov = overlap_with_tiles(root_shape, tiling, sel)
+    owners = layout(root_shape, tiling, nworkers)[1]
+    remote = readers[:, None] != owners[None, :]
+    return int(ov[remote].sum()) * itemsize
+
+
+def cross_overlap(a: Layout, b: Layout) -> int:
+    """Elements shared by boxes of ``a`` and boxes of ``b`` that sit on different workers."""
+    (ba, wa), (bb, wb) = a, b
+    if len(wa) == 0 or len(wb) == 0:
+        return 0
+    lo = np.maximum(ba[:, None, :, 0], bb[None, :, :, 0])
+    hi = np.minimum(ba[:, None, :, 1], bb[None, :, :, 1])
+    ov = np.clip(hi - lo, 0, None).prod(axis=-1)
+    return int(ov[wa[:, None] != wb[None, :]].sum())

@@ -1,0 +1,108 @@
+"""The tiling graph (thesis §2.3.3): node groups of tiling nodes joined by weighted edges.
+
+Each non-view node of the program is a *node group* (a variable); its *tiling nodes* are
+its :class:`~.profiles.Choice` list. Every cost term becomes a factor: a vector over one
+group's choices, or an edge table over (input root's choices, own choices) -- views are
+mapped away, so ``FindCost``'s recursion through views is already in the tables. Join
+stages need no placeholder nodes: their reads depend only on the input tilings (vectors
+on the inputs) and their updates only on the output tiling (a vector on the output).
+
+>>> from spartan.frontend.optimizer.program import Program
+>>> p = Program(); a = p.source((8, 8)); b = p.map(a, p.transpose(a))
+>>> g = TilingGraph.build(p, nworkers=2)
+>>> [len(c) for c in g.choices]
+[2, 2]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spartan.frontend.optimizer.profiles import (
+    Choice,
+    UpdateHistory,
+    choices,
+    dup_memory,
+    profile,
+)
+from spartan.frontend.optimizer.program import Program
+
+
+@dataclass(frozen=True)
+class Factor:
+    """Bytes moved by node ``owner``: ``table`` over the choices of the vars in ``scope``."""
+
+    owner: int
+    scope: tuple[int, ...]
+    table: np.ndarray
+
+
+@dataclass
+class TilingGraph:
+    program: Program
+    nworkers: int
+    nodes: list[int]  # node id of each var
+    var_of: dict[int, int]
+    choices: list[list[Choice]]
+    memory: list[np.ndarray]  # duplication bytes of each choice
+    factors: list[Factor]
+    degree: list[int]  # adjacent node groups in the expression graph (views included)
+
+    @classmethod
+    def build(
+        cls,
+        program: Program,
+        nworkers: int,
+        dup_budget_bytes: int = 0,
+        history: UpdateHistory | None = None,
+    ) -> TilingGraph:
+        if nworkers < 1:
+            raise ValueError(f"nworkers must be >= 1, got {nworkers}")
+        if dup_budget_bytes < 0:
+            raise ValueError(f"dup_budget_bytes must be >= 0, got {dup_budget_bytes}")
+        history = history or UpdateHistory()
+        nodes = [n.id for n in program if not n.is_view]
+        var_of = {nid: v for v, nid in enumerate(nodes)}
+        chs, mem = [], []
+        for nid in nodes:
+            node = program[nid]
+            dup = dup_memory(node, nworkers)
+            allow = nworkers > 1 and node.op != "filter" and 0 < dup <= dup_budget_bytes
+            cs = choices(program, node, nworkers, allow)
+            chs.append(cs)
+            mem.append(np.array([dup if c.tiling.replicated else 0 for c in cs], dtype=np.int64))
+        factors = []
+        for nid in nodes:
+            v = var_of[nid]
+            for term in profile(program, program[nid], nworkers, history):
+                if term.root is None:
+                    table = np.array([term.cost(None, c) for c in chs[v]], dtype=np.int64)
+                    factors.append(Factor(nid, (v,), table))
+                else:
+                    u = var_of[term.root]
+                    table = np.array(
+                        [[term.cost(r, c) for c in chs[v]] for r in chs[u]], dtype=np.int64
+                    )
+                    factors.append(Factor(nid, (u, v), table))
+        users = program.users()
+        degree = [len(set(program[nid].inputs) | set(users[nid])) for nid in nodes]
+        return cls(program, nworkers, nodes, var_of, chs, mem, factors, degree)
+
+    @property
+    def nvars(self) -> int:
+        return len(self.nodes)
+
+    def cost(self, assign: list[int] | np.ndarray) -> int:
+        return sum(self.node_costs(assign).values())
+
+    def node_costs(self, assign: list[int] | np.ndarray) -> dict[int, int]:
+        """Predicted bytes per node id (views: 0) for choice indices ``assign``."""
+        out = {n.id: 0 for n in self.program}
+        for f in self.factors:
+            out[f.owner] += int(f.table[tuple(assign[v] for v in f.scope)])
+        return out
+
+    def dup_bytes(self, assign: list[int] | np.ndarray) -> int:
+        return int(sum(self.memory[v][a] for v, a in enumerate(assign)))

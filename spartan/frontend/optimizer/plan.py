@@ -1,0 +1,124 @@
+"""The optimizer's answer: a tiling per node, predicted bytes per node, and a report.
+
+>>> from spartan.frontend.optimizer import Program, optimize
+>>> p = Program(); x = p.source((64, 64), name="x"); y = p.map(x, p.transpose(x))
+>>> plan = optimize(p, nworkers=4)
+>>> plan.total == sum(plan.predicted.values())
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spartan.frontend.optimizer.geometry import view_layout
+from spartan.frontend.optimizer.graph import TilingGraph
+from spartan.frontend.optimizer.profiles import Choice
+from spartan.frontend.optimizer.program import Program
+from spartan.tiling import Tiling
+
+
+@dataclass
+class Plan:
+    """``tiling[node]`` for every node (a view's is induced by its root), ``impl[node]``
+    for dot nodes, ``predicted[node]`` bytes; ``measured[node]`` is filled after a run."""
+
+    program: Program
+    nworkers: int
+    choice: dict[int, Choice]
+    tiling: dict[int, Tiling]
+    predicted: dict[int, int]
+    dup_bytes: int
+    method: str
+    seconds: float
+    measured: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_assignment(
+        cls, graph: TilingGraph, assign: list[int], method: str, seconds: float
+    ) -> Plan:
+        program = graph.program
+        choice = {nid: graph.choices[v][assign[v]] for v, nid in enumerate(graph.nodes)}
+        tiling = {nid: c.tiling for nid, c in choice.items()}
+        for node in program:
+            if node.is_view:
+                root, vm = program.root(node.id)
+                tiling[node.id] = induced_tiling(
+                    vm, program[root].shape, tiling[root], graph.nworkers
+                )
+        return cls(
+            program,
+            graph.nworkers,
+            choice,
+            tiling,
+            graph.node_costs(assign),
+            graph.dup_bytes(assign),
+            method,
+            seconds,
+        )
+
+    @property
+    def impl(self) -> dict[int, str]:
+        """The chosen algorithm of each dot node (``broadcast`` or ``inner``)."""
+        return {nid: c.impl for nid, c in self.choice.items() if c.impl is not None}
+
+    @property
+    def total(self) -> int:
+        return sum(self.predicted.values())
+
+    def record_measured(self, node_id: int, nbytes: int) -> None:
+        """Store the bytes the backend moved for ``node_id`` beside the prediction."""
+        if node_id not in self.predicted:
+            raise KeyError(f"no node {node_id} in this plan")
+        self.measured[node_id] = int(nbytes)
+
+    def explain(self) -> str:
+        """A table: node, operator, shape, chosen tiling, predicted (and measured) bytes."""
+        rows = [("node", "op", "shape", "tiling", "predicted B", "measured B")]
+        for node in self.program:
+            meas = self.measured.get(node.id)
+            rows.append(
+                (
+                    f"{node.id} {node.name}".strip(),
+                    node.op,
+                    "x".join(map(str, node.shape)) or "()",
+                    str(self.choice.get(node.id, self.tiling[node.id])),
+                    f"{self.predicted[node.id]:,}",
+                    "" if meas is None else f"{meas:,}",
+                )
+            )
+        measured_total = sum(self.measured.values()) if self.measured else None
+        rows.append(
+            (
+                "total",
+                "",
+                "",
+                f"dup {self.dup_bytes:,} B",
+                f"{self.total:,}",
+                "" if measured_total is None else f"{measured_total:,}",
+            )
+        )
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        right = {4, 5}
+        lines = []
+        for k, r in enumerate(rows):
+            cells = [
+                c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))
+            ]
+            lines.append("  ".join(cells).rstrip())
+            if k == 0 or k == len(rows) - 2:
+                lines.append("  ".join("-" * w for w in widths))
+        head = f"tiling plan: {self.nworkers} workers, {self.method}, {self.seconds * 1e3:.1f} ms"
+        return "\n".join([head, *lines])
+
+
+def induced_tiling(vm, root_shape: tuple[int, ...], root: Tiling, nworkers: int) -> Tiling:
+    """The tiling a view appears to have: pieces per view axis of the root's tiles."""
+    shape = vm.shape
+    if root.replicated:
+        return Tiling.duplicated(shape)
+    boxes, _ = view_layout(vm, root_shape, root, nworkers)
+    cuts = [max(1, len(np.unique(boxes[:, k, 0]))) if len(boxes) else 1 for k in range(len(shape))]
+    return Tiling(tuple(min(c, max(1, n)) for c, n in zip(cuts, shape)))

@@ -1,0 +1,275 @@
+"""Searches over a :class:`~.graph.TilingGraph`: each returns one choice index per var.
+
+* :func:`greedy` -- the thesis's maximum-connectivity-first search (Fig. 2.8).
+* :func:`improve` -- local search after greedy: single-group and edge (two-group) moves
+  to a local optimum, then iterated perturbation.
+* :func:`exact` -- variable elimination (exact, exponential only in the width of the
+  graph), inside a branch-and-bound over the duplication budget.
+* :func:`enumerate_all` -- plain enumeration of every combination (the reference).
+
+All respect the duplication budget: the choices' duplication bytes sum to at most it.
+
+>>> from spartan.frontend.optimizer.program import Program
+>>> p = Program(); a = p.source((8, 8)); b = p.map(a, p.transpose(a))
+>>> g = TilingGraph.build(p, 2)
+>>> g.cost(exact(g, 0)) <= g.cost(greedy(g, 0))
+True
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from spartan.frontend.optimizer.graph import TilingGraph
+
+#: Largest table (product of choice counts) variable elimination may build.
+EXACT_TABLE_LIMIT = 1 << 20
+#: Largest number of combinations :func:`enumerate_all` accepts.
+ENUMERATION_LIMIT = 1 << 25
+
+
+class _Adjacency:
+    """Per var: its own choice costs and the edge tables oriented [own, other]."""
+
+    def __init__(self, graph: TilingGraph) -> None:
+        n = graph.nvars
+        self.unary = [np.zeros(len(c), dtype=np.int64) for c in graph.choices]
+        self.edges: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n)]
+        for f in graph.factors:
+            if len(f.scope) == 1:
+                self.unary[f.scope[0]] += f.table
+            else:
+                u, v = f.scope
+                self.edges[u].append((v, f.table))
+                self.edges[v].append((u, f.table.T))
+
+    def local(self, v: int, assign: list[int]) -> np.ndarray:
+        """Cost of each choice of ``v`` given the others' choices."""
+        total = self.unary[v].copy()
+        for u, t in self.edges[v]:
+            total += t[:, assign[u]]
+        return total
+
+
+def _allowed(graph: TilingGraph, budget: int) -> list[np.ndarray]:
+    return [np.flatnonzero(m <= budget) for m in graph.memory]
+
+
+# ---- the thesis's greedy ---------------------------------------------------------------
+def greedy(graph: TilingGraph, budget: int) -> list[int]:
+    """Maximum connectivity first; each group takes the choice of least ``FindCost``
+    (its own cost plus, per adjacent group, the cheapest edge to a choice that group
+    may still take), then its other choices' edges are removed."""
+    adj = _Adjacency(graph)
+    allowed = _allowed(graph, budget)
+    assign = [-1] * graph.nvars
+    left = budget
+    order = sorted(range(graph.nvars), key=lambda v: (-graph.degree[v], v))
+    for v in order:
+        best, best_cost = -1, math.inf
+        for c in allowed[v]:
+            if graph.memory[v][c] > left:
+                continue
+            cost = adj.unary[v][c]
+            for u, t in adj.edges[v]:
+                cost += t[c, allowed[u]].min()
+            if cost < best_cost:
+                best, best_cost = int(c), cost
+        assign[v] = best
+        allowed[v] = np.array([best])
+        left -= graph.memory[v][best]
+    return assign
+
+
+# ---- local improvement -----------------------------------------------------------------
+def improve(
+    graph: TilingGraph, assign: list[int], budget: int, rounds: int | None = None, seed: int = 0
+) -> list[int]:
+    """Descend from ``assign`` with group and edge moves, then perturb and descend
+    again ``rounds`` times (default: 4 per var), keeping the best."""
+    adj = _Adjacency(graph)
+    pairs = sorted({(min(f.scope), max(f.scope)) for f in graph.factors if len(f.scope) == 2})
+    best = _descend(graph, adj, pairs, list(assign), budget)
+    best_cost = graph.cost(best)
+    rng = random.Random(seed)
+    for _ in range(4 * graph.nvars if rounds is None else rounds):
+        trial = list(best)
+        for v in rng.sample(range(graph.nvars), k=min(graph.nvars, rng.randint(1, 3))):
+            trial[v] = rng.randrange(len(graph.choices[v]))
+        if graph.dup_bytes(trial) > budget:
+            continue
+        trial = _descend(graph, adj, pairs, trial, budget)
+        cost = graph.cost(trial)
+        if cost < best_cost:
+            best, best_cost = trial, cost
+    return best
+
+
+def _descend(
+    graph: TilingGraph,
+    adj: _Adjacency,
+    pairs: list[tuple[int, int]],
+    assign: list[int],
+    budget: int,
+) -> list[int]:
+    mem = graph.memory
+    used = graph.dup_bytes(assign)
+    changed = True
+    while changed:
+        changed = False
+        for v in range(graph.nvars):
+            local = adj.local(v, assign)
+            room = budget - used + mem[v][assign[v]]
+            local = np.where(mem[v] <= room, local, np.iinfo(np.int64).max)
+            c = int(local.argmin())
+            if local[c] < local[assign[v]]:
+                used += mem[v][c] - mem[v][assign[v]]
+                assign[v] = c
+                changed = True
+        for u, v in pairs:
+            # joint move of both ends of an edge: the table over (u, v) given the rest
+            old_u, old_v = assign[u], assign[v]
+            table = adj.unary[u][:, None] + adj.unary[v][None, :]
+            for w, t in adj.edges[u]:
+                table = table + (t if w == v else t[:, assign[w]][:, None])
+            for w, t in adj.edges[v]:
+                if w != u:
+                    table = table + t[:, assign[w]][None, :]
+            room = budget - used + mem[u][old_u] + mem[v][old_v]
+            ok = mem[u][:, None] + mem[v][None, :] <= room
+            table = np.where(ok, table, np.iinfo(np.int64).max)
+            cu, cv = np.unravel_index(int(table.argmin()), table.shape)
+            if table[cu, cv] < table[old_u, old_v]:
+                used += mem[u][cu] + mem[v][cv] - mem[u][old_u] - mem[v][old_v]
+                assign[u], assign[v] = int(cu), int(cv)
+                changed = True
+    return assign
+
+
+# ---- exact -----------------------------------------------------------------------------
+def exact(graph: TilingGraph, budget: int, limit: int = EXACT_TABLE_LIMIT) -> list[int] | None:
+    """The optimum, or ``None`` when some elimination table would exceed ``limit``.
+
+    Branch and bound on duplication: solve without the budget's coupling (each choice
+    only has to fit alone); if the optimum overspends, branch on its largest duplicated
+    group (not duplicated / duplicated with the budget reduced)."""
+    best: list[int] | None = None
+    best_cost = math.inf
+    stack = [(_allowed(graph, budget), budget, frozenset())]
+    while stack:
+        allowed, left, forced = stack.pop()
+        solved = _eliminate(graph, allowed, limit)
+        if solved is None:
+            return None
+        cost, assign = solved
+        if cost >= best_cost:
+            continue
+        dup = [v for v in range(graph.nvars) if v not in forced and graph.memory[v][assign[v]] > 0]
+        if sum(graph.memory[v][assign[v]] for v in dup) <= left:
+            best, best_cost = assign, cost
+            continue
+        v = max(dup, key=lambda x: (graph.memory[x][assign[x]], -x))
+        m = graph.memory[v]
+        without = list(allowed)
+        without[v] = allowed[v][m[allowed[v]] == 0]
+        stack.append((without, left, forced))
+        rest = left - int(m[assign[v]])
+        with_dup = [a[graph.memory[x][a] <= rest] for x, a in enumerate(allowed)]
+        with_dup[v] = allowed[v][m[allowed[v]] > 0]
+        stack.append((with_dup, rest, forced | {v}))
+    return best
+
+
+def _eliminate(
+    graph: TilingGraph, allowed: list[np.ndarray], limit: int
+) -> tuple[int, list[int]] | None:
+    """Min-sum variable elimination restricted to ``allowed`` choices.
+
+    Among equal-cost optima it returns one with the least sum of choice indices (row
+    before column before block before dup), by scaling bytes by ``scale`` and adding
+    the index, when that cannot overflow."""
+    n = graph.nvars
+    sizes = [len(a) for a in allowed]
+    if min(sizes, default=1) == 0:
+        return math.inf, []
+    scale = 1 + sum(len(c) - 1 for c in graph.choices)
+    worst = sum(int(f.table.max()) for f in graph.factors)
+    if worst * scale >= 1 << 62:
+        scale = 1
+    factors: list[tuple[tuple[int, ...], np.ndarray]] = []
+    for f in graph.factors:
+        factors.append((f.scope, f.table[np.ix_(*(allowed[v] for v in f.scope))] * scale))
+    if scale > 1:
+        factors.extend(((v,), allowed[v].astype(np.int64)) for v in range(n))
+    order = _elimination_order(n, sizes, [s for s, _ in factors], limit)
+    if order is None:
+        return None
+    trace = []
+    for v in order:
+        mine = [f for f in factors if v in f[0]]
+        factors = [f for f in factors if v not in f[0]]
+        scope = tuple(sorted({x for s, _ in mine for x in s}))
+        total = np.zeros([sizes[x] for x in scope], dtype=np.int64)
+        for s, t in mine:
+            total = total + _expand(t, s, scope, sizes)
+        pos = scope.index(v)
+        trace.append((v, scope, total))
+        factors.append((scope[:pos] + scope[pos + 1 :], total.min(axis=pos)))
+    cost = int(sum(int(t) for s, t in factors)) // scale
+    local = [0] * n
+    for v, scope, total in reversed(trace):
+        idx = tuple(slice(None) if x == v else local[x] for x in scope)
+        local[v] = int(total[idx].argmin())
+    return cost, [int(allowed[v][local[v]]) for v in range(n)]
+
+
+def _expand(
+    table: np.ndarray, scope: tuple[int, ...], into: tuple[int, ...], sizes: list[int]
+) -> np.ndarray:
+    perm = sorted(range(len(scope)), key=lambda i: into.index(scope[i]))
+    t = table.transpose(perm)
+    return t.reshape([sizes[x] if x in scope else 1 for x in into])
+
+
+def _elimination_order(
+    n: int, sizes: list[int], scopes: list[tuple[int, ...]], limit: int
+) -> list[int] | None:
+    """Greedy min-table-size order; ``None`` if a table would exceed ``limit``."""
+    adj: list[set[int]] = [set() for _ in range(n)]
+    for s in scopes:
+        for a in s:
+            adj[a].update(x for x in s if x != a)
+    left = set(range(n))
+    order = []
+    while left:
+        v = min(left, key=lambda x: (sizes[x] * math.prod(sizes[u] for u in adj[x]), x))
+        if sizes[v] * math.prod(sizes[u] for u in adj[v]) > limit:
+            return None
+        order.append(v)
+        for a in adj[v]:
+            adj[a].update(adj[v] - {a})
+            adj[a].discard(v)
+        left.remove(v)
+    return order
+
+
+def enumerate_all(graph: TilingGraph, budget: int, limit: int = ENUMERATION_LIMIT) -> list[int]:
+    """Plain enumeration: the cost of every combination of choices, the cheapest kept."""
+    sizes = [len(c) for c in graph.choices]
+    if math.prod(sizes) > limit:
+        raise ValueError(
+            f"{math.prod(sizes)} combinations exceed the enumeration limit {limit}; "
+            "use exact() on programs this large"
+        )
+    everything = tuple(range(graph.nvars))
+    total = np.zeros(sizes, dtype=np.int64)
+    for f in graph.factors:
+        total = total + _expand(f.table, f.scope, everything, sizes)
+    mem = np.zeros(sizes, dtype=np.int64)
+    for v in everything:
+        mem = mem + _expand(graph.memory[v], (v,), everything, sizes)
+    total = np.where(mem <= budget, total, np.iinfo(np.int64).max)
+    return [int(i) for i in np.unravel_index(int(total.argmin()), sizes)]
