@@ -1,0 +1,26 @@
+"""SwapAdvisor: train models larger than device memory by planned swapping.
+
+Pipeline: a :class:`Workload` (graph + op times + device) -> a chromosome (schedule,
+:class:`Allocation`) -> :func:`plan_swaps` (augmented graph, :class:`SwapPlan`) -> the
+three-stream simulation (iteration time). :func:`search` is the genetic algorithm over
+chromosomes; :mod:`.baselines` holds ideal / ODSwap / vDNN-like / TFLMS-like plans;
+:mod:`.executor` replays a plan on an emulated (CPU) or CuPy device.
+"""
+
+from spartan.dnn.swap.plan import COMPUTE, SWAP_IN, SWAP_OUT, InfeasiblePlan, SwapPlan
+from spartan.dnn.swap.planner import is_topological, plan_swaps
+from spartan.dnn.swap.pool import Allocation, PoolModel
+from spartan.dnn.swap.workload import Workload
+
+__all__ = [
+    "COMPUTE",
+    "SWAP_IN",
+    "SWAP_OUT",
+    "Allocation",
+    "InfeasiblePlan",
+    "PoolModel",
+    "SwapPlan",
+    "Workload",
+    "is_topological",
+    "plan_swaps",
+]

@@ -1,0 +1,205 @@
+"""The size-class memory pool and its (CLS, CNT) encoding (SwapAdvisor §5.3).
+
+``TS`` is the sorted list of unique tensor sizes. ``CLS[i]`` is the size class of ``TS[i]``:
+``CLS[0] == 0`` and every step is 0 or +1, so consecutive sizes share or neighbour a class
+(this prunes the O(N^N) mappings to O(2^N)). A class's object size is its largest member and
+``CNT[k]`` objects of class ``k`` are preallocated; ``sum(CNT[k] * objsize[k])`` must fit the
+device. Swapping happens whenever a class has no free object, not only when memory is full.
+
+>>> ts = (1, 2, 3, 4)
+>>> object_sizes(ts, (0, 1, 1, 1)), expand_cnt((0, 1, 1, 1), (8, 1))
+((1, 4), (8, 1, 1, 1))
+>>> repair_cnt((8, 3), (1, 4), capacity=12, minimum=(1, 1))
+(4, 2)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spartan.dnn.swap.workload import Workload
+
+__all__ = [
+    "Allocation",
+    "PoolModel",
+    "repair_cls",
+    "object_sizes",
+    "expand_cnt",
+    "regroup_cnt",
+    "repair_cnt",
+]
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A pool configuration: ``cls`` maps each size index to a class, ``cnt`` counts objects.
+
+    >>> Allocation((0, 0, 1), (5, 2)).n_classes
+    2
+    """
+
+    cls: tuple[int, ...]
+    cnt: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cls", tuple(int(c) for c in self.cls))
+        object.__setattr__(self, "cnt", tuple(int(c) for c in self.cnt))
+        if repair_cls(self.cls) != self.cls:
+            raise ValueError(f"CLS {self.cls} must start at 0 and step by 0 or +1")
+        if len(self.cnt) != self.n_classes:
+            raise ValueError(f"CNT has {len(self.cnt)} entries for {self.n_classes} classes")
+        if any(c < 0 for c in self.cnt):
+            raise ValueError(f"CNT {self.cnt} has a negative count")
+
+    @property
+    def n_classes(self) -> int:
+        return self.cls[-1] + 1 if self.cls else 0
+
+
+def repair_cls(cls: Sequence[int]) -> tuple[int, ...]:
+    """Make ``cls`` valid: start at 0 and clamp every step to 0 or +1. For a drop this is
+    the paper's minimal raise; after a jump it keeps the shape of the rest of the list.
+
+    >>> repair_cls([1, 2, 1, 1]), repair_cls([0, 0, 3, 3])
+    ((0, 1, 1, 1), (0, 0, 1, 1))
+    """
+    out: list[int] = []
+    for i, c in enumerate(cls):
+        out.append(0 if i == 0 else out[-1] + (1 if c > cls[i - 1] else 0))
+    return tuple(out)
+
+
+def object_sizes(ts: Sequence[int], cls: Sequence[int]) -> tuple[int, ...]:
+    """Object size of every class: its largest member size."""
+    sizes = [0] * (cls[-1] + 1 if cls else 0)
+    for size, c in zip(ts, cls, strict=True):
+        sizes[c] = max(sizes[c], size)
+    return tuple(sizes)
+
+
+def expand_cnt(cls: Sequence[int], cnt: Sequence[int]) -> tuple[int, ...]:
+    """CNT_EXT: the object count available to each tensor size."""
+    return tuple(cnt[c] for c in cls)
+
+
+def regroup_cnt(cls: Sequence[int], cnt_ext: Sequence[int]) -> tuple[int, ...]:
+    """Per-class counts from per-size counts: the rounded mean over each class's sizes.
+
+    >>> regroup_cnt((0, 1, 1, 1), (8, 1, 4, 4))
+    (8, 3)
+    """
+    n = cls[-1] + 1 if cls else 0
+    total = [0] * n
+    members = [0] * n
+    for c, k in zip(cls, cnt_ext, strict=True):
+        total[c] += k
+        members[c] += 1
+    return tuple(int(math.floor(t / m + 0.5)) for t, m in zip(total, members, strict=True))
+
+
+def repair_cnt(
+    cnt: Sequence[int], objsize: Sequence[int], capacity: float, minimum: Sequence[int]
+) -> tuple[int, ...] | None:
+    """Fit the pool under ``capacity``: lower each count in inverse proportion to its object
+    size (each class gives back an equal share of the excess bytes), never below
+    ``minimum``. Returns None when even the minimum does not fit.
+    """
+    out = [max(int(c), m) for c, m in zip(cnt, minimum, strict=True)]
+    if sum(m * s for m, s in zip(minimum, objsize, strict=True)) > capacity:
+        return None
+    while (used := sum(c * s for c, s in zip(out, objsize, strict=True))) > capacity:
+        movable = [k for k, c in enumerate(out) if c > minimum[k]]
+        share = (used - capacity) / len(movable)
+        for k in movable:
+            out[k] = max(minimum[k], out[k] - max(1, math.ceil(share / objsize[k] - 1e-9)))
+    return tuple(out)
+
+
+class PoolModel:
+    """Everything about a workload's sizes that allocations need.
+
+    >>> from spartan.dnn.swap.worked_examples import figure3_workload
+    >>> pm = PoolModel(figure3_workload())
+    >>> pm.ts, pm.minimum_counts((0,))
+    ((1,), (4,))
+    """
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.ts: tuple[int, ...] = workload.sizes
+        index = {s: i for i, s in enumerate(self.ts)}
+        self.size_index: tuple[int, ...] = tuple(index[b] for b in workload.nbytes)
+        # Per op: how many of its distinct tensors have each size (for minimum counts).
+        self._op_size_counts: list[dict[int, int]] = []
+        for op in range(workload.n_ops):
+            counts: dict[int, int] = {}
+            for t in workload.op_tensors(op):
+                counts[self.size_index[t]] = counts.get(self.size_index[t], 0) + 1
+            self._op_size_counts.append(counts)
+        self._tensors_per_size = [0] * len(self.ts)
+        for i in self.size_index:
+            self._tensors_per_size[i] += 1
+
+    def tensor_classes(self, cls: Sequence[int]) -> list[int]:
+        """The class of every tensor under ``cls``."""
+        return [cls[i] for i in self.size_index]
+
+    def minimum_counts(self, cls: Sequence[int]) -> tuple[int, ...]:
+        """Objects each class needs so that every op's tensors fit at once."""
+        need = [0] * (cls[-1] + 1)
+        for counts in self._op_size_counts:
+            per_class: dict[int, int] = {}
+            for i, k in counts.items():
+                per_class[cls[i]] = per_class.get(cls[i], 0) + k
+            for c, k in per_class.items():
+                need[c] = max(need[c], k)
+        return tuple(need)
+
+    def bytes(self, alloc: Allocation) -> int:
+        """Device bytes the pool preallocates."""
+        sizes = object_sizes(self.ts, alloc.cls)
+        return sum(c * s for c, s in zip(alloc.cnt, sizes, strict=True))
+
+    def repair(self, cls: Sequence[int], cnt: Sequence[int]) -> Allocation | None:
+        """A valid allocation close to (cls, cnt), or None if its minimum cannot fit."""
+        cls = repair_cls(cls)
+        fixed = repair_cnt(
+            cnt, object_sizes(self.ts, cls), self.workload.capacity, self.minimum_counts(cls)
+        )
+        return None if fixed is None else Allocation(cls, fixed)
+
+    def unlimited(self) -> Allocation:
+        """One class per size with an object for every tensor: never swaps."""
+        cls = tuple(range(len(self.ts)))
+        return Allocation(cls, tuple(self._tensors_per_size))
+
+    def random(self, rng: random.Random, attempts: int = 20) -> Allocation | None:
+        """A random valid allocation: random 0/+1 class steps, then the bytes left after
+        the minimum counts spread over classes in random proportion to their demand."""
+        for _ in range(attempts):
+            density = rng.random()
+            cls = tuple(_cumsum([0] + [int(rng.random() < density) for _ in self.ts[1:]]))
+            sizes = object_sizes(self.ts, cls)
+            minimum = self.minimum_counts(cls)
+            spare = self.workload.capacity - sum(m * s for m, s in zip(minimum, sizes, strict=True))
+            if spare < 0:
+                continue
+            members = [0] * len(sizes)
+            for i, c in enumerate(cls):
+                members[c] += self._tensors_per_size[i]
+            weights = [k * s * rng.random() for k, s in zip(members, sizes, strict=True)]
+            total = sum(weights) or 1.0
+            cnt = tuple(
+                max(m, min(k, m + int(spare * w / total / s)))
+                for m, k, w, s in zip(minimum, members, weights, sizes, strict=True)
+            )
+            return Allocation(cls, cnt)
+        return None
+
+
+def _cumsum(steps: Sequence[int]) -> list[int]:
+    return list(itertools.accumulate(steps))
