@@ -38,8 +38,7 @@ def _layout(shape: tuple[int, ...], tiling: Tiling, nworkers: int) -> Layout:
         boxes = np.zeros((nworkers, nd, 2), dtype=np.int64)
         boxes[:, :, 1] = shape
         return boxes, np.arange(nworkers, dtype=np.int64)
-    grids = np.meshgrid(*(np.arange(c, dtype=np.int64) for c in tiling.cuts), indexing="ij")
-    idx = np.stack([g.ravel() for g in grids], axis=-1).reshape(-1, nd)
+    idx = np.indices(tiling.cuts, dtype=np.int64).reshape(nd, tiling.ntiles).T
     n = np.asarray(shape, dtype=np.int64)
     c = np.asarray(tiling.cuts, dtype=np.int64)
     boxes = np.stack([idx * n // c, (idx + 1) * n // c], axis=-1)
