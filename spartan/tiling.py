@@ -119,9 +119,7 @@ class Tiling:
         return "block"
 
     def fits(self, shape: Sequence[int]) -> bool:
-        return len(shape) == self.ndim and all(
-            c <= max(1, n) for c, n in zip(self.cuts, shape)
-        )
+        return len(shape) == self.ndim and all(c <= max(1, n) for c, n in zip(self.cuts, shape))
 
     def check(self, shape: Sequence[int]) -> None:
         if not self.fits(shape):
@@ -133,30 +131,24 @@ class Tiling:
         return itertools.product(*(range(c) for c in self.cuts))
 
     def tile_bounds(self, shape: Sequence[int], idx: Sequence[int]) -> Box:
-        return tuple(
-            (i * n // c, (i + 1) * n // c) for i, n, c in zip(idx, shape, self.cuts)
-        )
+        return tuple((i * n // c, (i + 1) * n // c) for i, n, c in zip(idx, shape, self.cuts))
 
     def tiles(self, shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], Box]]:
         for idx in self.tile_indices():
             yield idx, self.tile_bounds(shape, idx)
 
-    def overlapping(
-        self, shape: Sequence[int], box: Box
-    ) -> Iterator[tuple[tuple[int, ...], Box]]:
+    def overlapping(self, shape: Sequence[int], box: Box) -> Iterator[tuple[tuple[int, ...], Box]]:
         """Tiles intersecting ``box``, with the intersection in global coordinates."""
         ranges = []
         for (lo, hi), n, c in zip(box, shape, self.cuts):
             if hi <= lo:
                 return
-            first = _piece_of(lo, n, c)
-            last = _piece_of(hi - 1, n, c)
+            first = piece_of(lo, n, c)
+            last = piece_of(hi - 1, n, c)
             ranges.append(range(first, last + 1))
         for idx in itertools.product(*ranges):
             bounds = self.tile_bounds(shape, idx)
-            inter = tuple(
-                (max(lo, tlo), min(hi, thi)) for (lo, hi), (tlo, thi) in zip(box, bounds)
-            )
+            inter = tuple((max(lo, tlo), min(hi, thi)) for (lo, hi), (tlo, thi) in zip(box, bounds))
             if all(lo < hi for lo, hi in inter) or not inter:
                 yield idx, inter
 
@@ -176,7 +168,7 @@ class Tiling:
         return f"{self.kind}{list(self.cuts)}"
 
 
-def _piece_of(pos: int, n: int, c: int) -> int:
+def piece_of(pos: int, n: int, c: int) -> int:
     """Index of the piece holding element ``pos`` of an axis of length n cut c ways."""
     i = (pos * c) // n if n else 0
     # even split bounds are floor(i*n/c); correct the estimate by at most one step

@@ -1,0 +1,27 @@
+"""Settings read at evaluation time; change them on ``spartan.config``.
+
+>>> import spartan
+>>> spartan.config.tiles_per_worker = 4      # more, smaller tiles
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    #: largest tile the default tiling makes, in bytes
+    max_tile_bytes: int = int(os.environ.get("SPARTAN_MAX_TILE_BYTES", 64 << 20))
+    #: if set, every default tiling has this many tiles per worker
+    tiles_per_worker: int | None = None
+    #: evaluate automatically once this many unevaluated nodes pile up
+    max_graph_size: int = 2000
+    #: bytes the optimizer may spend on duplicated (replicated) arrays
+    dup_budget_bytes: int = 0
+    #: show a progress bar for evaluations longer than this many seconds (None: never)
+    progress_after: float | None = 1.0
+
+
+config = Config()

@@ -1,0 +1,106 @@
+"""Evaluation: order the pending graph, choose tilings, fuse, lower, wait.
+
+>>> y = spartan.evaluate(x + 1)        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from spartan.backend import session
+from spartan.frontend import planning
+from spartan.frontend.expr import Expr, full_box
+from spartan.frontend.fold import Fold
+from spartan.frontend.lowering import Lowering, read_pieces
+from spartan.frontend.map import Map, run_tree
+
+log = logging.getLogger("spartan")
+
+
+def pending_order(roots: Sequence[Expr]) -> list[Expr]:
+    """Unevaluated nodes reachable from ``roots``, inputs before their consumers."""
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node.uid in seen or (node.data is not None and not node.is_view):
+            continue
+        seen.add(node.uid)
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(node.children))
+    return order
+
+
+def fusable(order: Sequence[Expr], roots: Sequence[Expr]) -> set[int]:
+    """Maps computed inside their only consumer: a same-shape map, or a fold."""
+    consumers: dict[int, list[Expr]] = {}
+    for node in order:
+        for c in node.children:
+            consumers.setdefault(c.uid, []).append(node)
+    root_ids = {r.uid for r in roots}
+    fused = set()
+    for node in order:
+        users = consumers.get(node.uid, [])
+        if (
+            isinstance(node, Map)
+            and node.uid not in root_ids
+            and node.tiling_hint is None
+            and len(users) == 1
+            and users[0].children.count(node) == 1
+            and (
+                (isinstance(users[0], Map) and users[0].shape == node.shape)
+                or isinstance(users[0], Fold)
+            )
+        ):
+            fused.add(node.uid)
+    return fused
+
+
+def evaluate(*exprs: Expr) -> None:
+    """Compute every pending node needed by ``exprs`` and keep the results."""
+    order = pending_order(exprs)
+    if not order:
+        return
+    backend = session.current()
+    fused = fusable(order, exprs)
+    tilings = planning.choose(order, backend.nworkers, fused)
+    ctx = Lowering(backend, tilings, fused)
+    start = time.perf_counter()
+    lowered = [n for n in order if n.uid not in fused and not n.is_view]
+    for node in lowered:
+        node.lower(ctx)
+    backend.wait()
+    for node in lowered:
+        node.done()
+    log.debug("evaluated %d nodes in %.3fs", len(lowered), time.perf_counter() - start)
+
+
+def to_numpy(expr: Expr) -> np.ndarray:
+    """The whole array on the driver: evaluate, then fetch only the needed pieces."""
+    evaluate(expr)
+    return gather(expr, full_box(expr.shape))
+
+
+def gather(expr: Expr, box) -> np.ndarray:
+    """``expr[box]`` on the driver (``expr`` evaluated or a view of an evaluated base)."""
+    from spartan.backend.base import Region
+    from spartan.backend.worker import assemble
+    from spartan.tiling import box_shape
+
+    ps = read_pieces(expr, box, -1)
+    backend = session.current()
+    parts = backend.fetch_many([(p.key, p.worker, p.src) for p in ps])
+    parts = [part.transpose(p.perm) if p.perm is not None else part for p, part in zip(ps, parts)]
+    region = Region(box_shape(box), expr.dtype, tuple(ps))
+    return np.array(assemble(region, parts), copy=True)
+
+
+__all__ = ["evaluate", "to_numpy", "gather", "run_tree"]

@@ -1,0 +1,80 @@
+"""The lazy expression graph: a small base class, one subclass per operator.
+
+Every node knows its ``shape`` and ``dtype`` when it is built (NumPy's rules), and
+lowers itself to per-tile tasks in :meth:`Expr.lower` once the tiling of every node has
+been chosen. An evaluated node keeps its :class:`~spartan.frontend.tiles.Tiles`
+(``data``), so shared sub-expressions run once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from spartan.tiling import Box, Tiling, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.lowering import Lowering
+    from spartan.frontend.tiles import Tiles
+
+_uids = itertools.count()
+
+
+class Expr:
+    """A lazy array: shape, dtype, inputs, and (once evaluated) its tiles."""
+
+    #: views read through to their base and never hold tiles of their own
+    is_view = False
+
+    def __init__(self, shape: Sequence[int], dtype: Any, children: Sequence[Expr] = ()) -> None:
+        self.uid = next(_uids)
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        self.children = tuple(children)
+        self.data: Tiles | None = None
+        self.tiling_hint: Tiling | None = None
+        self.pending = 1 + sum(c.pending for c in self.children if c.data is None)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__.lower()
+
+    def lower(self, ctx: Lowering) -> None:
+        """Submit the tasks that compute this node's tiles; set ``self.data``."""
+        raise TypeError(f"{type(self).__name__} cannot be lowered")
+
+    def done(self) -> None:
+        """Evaluated: drop the inputs so their tiles can be freed."""
+        self.children = ()
+        self.pending = 0
+
+    def __repr__(self) -> str:
+        return f"<{self.label} #{self.uid} shape={self.shape} dtype={self.dtype}>"
+
+
+def broadcast_box(box: Box, shape: Sequence[int]) -> Box:
+    """The region of an input of ``shape`` that NumPy broadcasting reads for ``box``."""
+    lead = len(box) - len(shape)
+    return tuple((0, 1) if n == 1 else (lo, hi) for (lo, hi), n in zip(box[lead:], shape))
+
+
+def full_box(shape: Sequence[int]) -> Box:
+    return tuple((0, int(n)) for n in shape)
+
+
+__all__ = ["Expr", "broadcast_box", "full_box", "box_shape"]

@@ -1,0 +1,199 @@
+"""``join_update``: join groups of tiles, emit ``(location, update)`` pairs, combine.
+
+Each input ``i`` is split into ``G`` groups along ``axes[i]`` (``-1``: the whole array
+joins every group). ``f_join(extents, *blocks)`` runs once per group, on the worker of
+the group's first tile, and returns ``(location, update)`` pairs; each update is cut
+by the output's tiling and sent to the owners of the output tiles it touches, which
+combine collisions with ``f_accum`` onto an output that starts at ``fill``.
+
+>>> def f(ext, xt, y):                   # row tiles of x times the whole y
+...     return [(ext[0].rows, xt @ y)]
+>>> sp.join_update(f, np.add, [x, y], axes=[0, -1], shape=(n, m))   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.expr import Expr
+from spartan.frontend.lowering import Lowering
+from spartan.tiling import Box, Tiling, box_shape
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The global region of one input block given to ``f_join``."""
+
+    box: Box
+
+    @property
+    def slices(self) -> tuple[slice, ...]:
+        return tuple(slice(lo, hi) for lo, hi in self.box)
+
+    @property
+    def rows(self) -> tuple[slice, ...]:
+        """The block's first-axis range, for updates that cover whole output rows."""
+        return (slice(*self.box[0]),)
+
+    @property
+    def lo(self) -> tuple[int, ...]:
+        return tuple(lo for lo, _ in self.box)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return box_shape(self.box)
+
+
+def location_box(loc: Any, shape: Sequence[int]) -> Box:
+    """An update location (slices/ints for a prefix of the axes) as a full box."""
+    if not isinstance(loc, tuple):
+        loc = (loc,)
+    box = []
+    for i, n in enumerate(shape):
+        s = loc[i] if i < len(loc) else slice(None)
+        if isinstance(s, slice):
+            lo, hi, step = s.indices(n)
+            if step != 1:
+                raise ValueError("join_update locations must be contiguous (step 1)")
+            box.append((lo, max(lo, hi)))
+        else:
+            box.append((int(s), int(s) + 1))
+    return tuple(box)
+
+
+class _JoinTask:
+    """Run ``f_join`` on one group and cut its updates by the output tiling."""
+
+    def __init__(self, f_join, extents, out_shape, out_tiling: Tiling, targets):
+        self.f_join, self.extents = f_join, extents
+        self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
+
+    def __call__(self, *blocks: np.ndarray) -> tuple[list, ...]:
+        per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
+        for loc, update in self.f_join(self.extents, *blocks) or ():
+            box = location_box(loc, self.out_shape)
+            upd = np.broadcast_to(np.asarray(update), box_shape(box))
+            for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
+                src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
+                per_tile[idx].append((inter, np.ascontiguousarray(upd[src])))
+        return tuple(per_tile[t] for t in self.targets)
+
+
+class _Accumulate:
+    """Apply every update for one output tile onto ``fill`` (or the base's tile)."""
+
+    def __init__(self, f_accum, box: Box, dtype: np.dtype, fill: Any, has_base: bool):
+        self.f_accum, self.box, self.dtype = f_accum, box, dtype
+        self.fill, self.has_base = fill, has_base
+
+    def __call__(self, *inputs: Any) -> np.ndarray:
+        if self.has_base:
+            out = np.array(inputs[0], dtype=self.dtype, copy=True)
+            lists = inputs[1:]
+        else:
+            out = np.full(box_shape(self.box), self.fill, dtype=self.dtype)
+            lists = inputs
+        for updates in lists:
+            for inter, upd in updates:
+                s = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, self.box))
+                out[s] = upd if self.f_accum is None else self.f_accum(out[s], upd)
+        return out
+
+
+class JoinUpdate(Expr):
+    """The output of a ``join_update`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        f_join: Callable[..., Iterable[tuple[Any, Any]]],
+        f_accum: Callable[[Any, Any], Any] | None,
+        inputs: Sequence[Expr],
+        axes: Sequence[int],
+        shape: Sequence[int],
+        dtype: Any,
+        fill: Any = 0,
+        base: Expr | None = None,
+        groups: int | None = None,
+        name: str = "join_update",
+    ) -> None:
+        if len(axes) != len(inputs):
+            raise ValueError(f"join_update got {len(inputs)} inputs but {len(axes)} axes")
+        for x, a in zip(inputs, axes):
+            if a != -1 and not 0 <= a < len(x.shape):
+                raise np.exceptions.AxisError(a, len(x.shape))
+        children = list(inputs) + ([base] if base is not None else [])
+        super().__init__(shape, dtype, children)
+        self.f_join, self.f_accum = f_join, f_accum
+        self.axes, self.fill = tuple(axes), fill
+        self.ninputs = len(inputs)
+        self.has_base = base is not None
+        self.groups = groups
+        self.name = name
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    def group_count(self, ctx: Lowering) -> int:
+        """Groups follow the first joined input's tiles along its axis."""
+        if self.groups:
+            return self.groups
+        for x, a in zip(self.children, self.axes):
+            if a >= 0:
+                t = ctx.tiling(x)
+                if not t.replicated and t.cuts[a] > 1:
+                    return t.cuts[a]
+                return max(1, min(x.shape[a], ctx.backend.nworkers))
+        return 1
+
+    def lower(self, ctx: Lowering) -> None:
+        nw = ctx.backend.nworkers
+        groups = self.group_count(ctx)
+        tiles = ctx.new_tiles(self)
+        out_tiling = tiles.tiling
+        grid = Tiling((1,) * len(self.shape)) if out_tiling.replicated else out_tiling
+        targets = list(grid.tile_indices())
+        inputs = self.children[: self.ninputs]
+        update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
+        for g in range(groups):
+            boxes = []
+            for x, a in zip(inputs, self.axes):
+                box = [(0, n) for n in x.shape]
+                if a >= 0:
+                    n = x.shape[a]
+                    box[a] = (g * n // groups, (g + 1) * n // groups)
+                boxes.append(tuple(box))
+            w = self._worker(ctx, inputs, boxes, g, groups, nw)
+            regions = [ctx.region(x, b, w) for x, b in zip(inputs, boxes)]
+            extents = tuple(Extent(b) for b in boxes)
+            keys = [(self.uid, "upd", g, t) for t in targets]
+            task = _JoinTask(self.f_join, extents, self.shape, grid, targets)
+            ctx.backend.submit(w, task, regions, keys)
+            for t, k in zip(targets, keys):
+                update_keys[t].append(k)
+        base = self.children[self.ninputs] if self.has_base else None
+        for idx, box, w in tiles.placements():
+            t = idx if not out_tiling.replicated else targets[0]
+            ins = [ctx.region(base, box, w)] if base is not None else []
+            task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
+            ctx.backend.submit(w, task, ins + update_keys[t], [tiles.key(idx)])
+        ctx.backend.delete([k for ks in update_keys.values() for k in ks])
+        self.data = tiles
+
+    def _worker(self, ctx, inputs, boxes, g, groups, nw) -> int:
+        """The worker holding the start of the group's first joined input."""
+        for x, a, box in zip(inputs, self.axes, boxes):
+            if a < 0:
+                continue
+            t = ctx.tiling(x)
+            if t.replicated or x.is_view:
+                break
+            corner = tuple((lo, lo + 1) for lo, _ in box)
+            hit = next(t.overlapping(x.shape, corner), None)
+            if hit is not None:
+                return t.worker_of(hit[0], nw)
+        return g * nw // groups

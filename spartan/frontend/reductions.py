@@ -1,0 +1,317 @@
+"""Reductions on :class:`~spartan.frontend.fold.Fold`: sum, prod, min, max, mean,
+var, std, all, any, argmin, argmax and ``ufunc.reduce``.
+
+>>> sp.ones((4, 3)).sum(axis=0).to_numpy()      # doctest: +SKIP
+array([4., 4., 4.])
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.fold import Fold
+from spartan.frontend.ufuncs import elementwise
+from spartan.frontend.view import view
+from spartan.frontend.viewmap import Axis, ViewMap
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` as sorted non-negative axes (None: all), with NumPy's errors."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def keep_dims(result: Array, axes: Sequence[int], ndim: int) -> Array:
+    """Re-insert the reduced axes as unit axes (a view: nothing copied)."""
+    src = iter(range(result.ndim))
+    vm_axes = []
+    for i in range(ndim):
+        if i in axes:
+            vm_axes.append(Axis(None))
+        else:
+            j = next(src)
+            vm_axes.append(Axis(j, 0, 1, result.shape[j]))
+    return Array(view(result._expr, ViewMap(result.ndim, tuple(vm_axes))))
+
+
+def _to_array(a: Any) -> Array:
+    from spartan.frontend.creation import asarray
+
+    return asarray(a)
+
+
+def _ufunc_local(ufunc: np.ufunc, dtype: Any, block: np.ndarray, axes, box) -> np.ndarray:
+    return ufunc.reduce(block, axis=axes, dtype=dtype)
+
+
+def ufunc_reduce(
+    ufunc: np.ufunc,
+    a: Any,
+    axis: Any = 0,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
+) -> Any:
+    """``ufunc.reduce(a, axis)`` as a fold; ``initial`` is folded in afterwards."""
+    if where is not True:
+        raise TypeError("spartan reductions do not take where=")
+    x = _to_array(a)
+    axes = normalize_axes(axis, x.ndim)
+    if x.size == 0 and ufunc.identity is None and initial is np._NoValue:
+        raise ValueError(
+            f"zero-size array to reduction operation {ufunc.__name__} which has no identity"
+        )
+    with np.errstate(all="ignore"):
+        rdtype = ufunc.reduce(
+            np.ones((1,) * builtins.max(x.ndim, 1), x.dtype), axis=0, dtype=dtype
+        ).dtype
+    if x.ndim == 0:
+        result = x.astype(rdtype)
+    else:
+        local = functools.partial(_ufunc_local, ufunc, dtype)
+        result = Array(Fold(x._expr, axes, local, ufunc, rdtype, name=ufunc.__name__))
+    if initial is not np._NoValue:
+        result = elementwise(ufunc, result, initial)
+    if keepdims:
+        result = keep_dims(result, axes, x.ndim)
+    return _out(result, out)
+
+
+def _out(result: Array, out: Any) -> Array:
+    if out is None:
+        return result
+    from spartan.frontend.ufuncs import _store
+
+    return _store(result, out)
+
+
+def sum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
+) -> Any:  # noqa: A001
+    """Sum of elements over ``axis`` (see :func:`numpy.sum`)."""
+    return ufunc_reduce(np.add, a, axis, dtype, out, keepdims, initial, where)
+
+
+def prod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
+) -> Any:
+    return ufunc_reduce(np.multiply, a, axis, dtype, out, keepdims, initial, where)
+
+
+def max(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
+) -> Any:  # noqa: A001
+    return ufunc_reduce(np.maximum, a, axis, None, out, keepdims, initial, where)
+
+
+def min(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
+) -> Any:  # noqa: A001
+    return ufunc_reduce(np.minimum, a, axis, None, out, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def all(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = True
+) -> Any:  # noqa: A001
+    return ufunc_reduce(
+        np.logical_and, _to_array(a).astype(bool), axis, None, out, keepdims, where=where
+    )
+
+
+def any(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = True
+) -> Any:  # noqa: A001
+    return ufunc_reduce(
+        np.logical_or, _to_array(a).astype(bool), axis, None, out, keepdims, where=where
+    )
+
+
+def _count(shape: Sequence[int], axes: Sequence[int]) -> int:
+    n = 1
+    for i in axes:
+        n *= shape[i]
+    return n
+
+
+def mean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    where: Any = True,
+) -> Any:
+    """Arithmetic mean, accumulated like NumPy (float64 for integer input)."""
+    x = _to_array(a)
+    axes = normalize_axes(axis, x.ndim)
+    if dtype is None:
+        dtype = np.float64 if np.issubdtype(x.dtype, np.integer) or x.dtype == bool else x.dtype
+    total = sum(x, axes, dtype=dtype, keepdims=keepdims, where=where)
+    n = _count(x.shape, axes)
+    with np.errstate(all="ignore"):
+        result = elementwise(np.true_divide, total, n).astype(dtype)
+    return _out(result, out)
+
+
+def var(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: float = 0,
+    keepdims: bool = False,
+    where: Any = True,
+    mean: Any = None,
+    correction: Any = None,
+) -> Any:
+    """Variance: the mean of squared deviations from the mean (two passes, like NumPy)."""
+    if correction is not None:
+        ddof = correction
+    x = _to_array(a)
+    axes = normalize_axes(axis, x.ndim)
+    m = globals()["mean"](x, axes, dtype=dtype, keepdims=True) if mean is None else mean
+    d = x - m
+    sq = (d * np.conj(d)).real if np.iscomplexobj(np.empty(0, x.dtype)) else d * d
+    rdtype = dtype
+    if rdtype is None and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool):
+        rdtype = np.float64
+    total = sum(sq, axes, dtype=rdtype, keepdims=keepdims)
+    n = _count(x.shape, axes) - ddof
+    with np.errstate(all="ignore"):
+        return _out(elementwise(np.true_divide, total, builtins.max(n, 0)), out)
+
+
+def std(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: float = 0,
+    keepdims: bool = False,
+    where: Any = True,
+    mean: Any = None,
+    correction: Any = None,
+) -> Any:
+    return _out(np.sqrt(var(a, axis, dtype, None, ddof, keepdims, where, mean, correction)), out)
+
+
+def _arg_local(pick: Any, axes: tuple[int, ...], shape: tuple[int, ...], block, _axes, box):
+    """(value, global index) of the best element per reduced slice of this tile."""
+    rec = np.dtype([("v", block.dtype), ("i", np.int64)])
+    if len(axes) == len(shape) and len(shape) != 1:  # axis=None over an n-d array
+        flat = block.reshape(-1)
+        k = int(pick(flat)) if flat.size else 0
+        local = np.unravel_index(k, block.shape) if flat.size else (0,) * len(shape)
+        out = np.empty((), rec)
+        out["v"] = flat[k] if flat.size else 0
+        out["i"] = np.ravel_multi_index(tuple(int(i) + lo for i, (lo, _) in zip(local, box)), shape)
+        return out
+    ax = axes[0]
+    k = pick(block, axis=ax)
+    out = np.empty(k.shape, rec)
+    out["v"] = np.take_along_axis(block, np.expand_dims(k, ax), ax).squeeze(ax)
+    out["i"] = k + box[ax][0]
+    return out
+
+
+def _arg_combine(better: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Keep the better value; NaN wins (NumPy returns the first NaN); ties: lower index."""
+    av, bv = a["v"], b["v"]
+    with np.errstate(invalid="ignore"):
+        take_b = better(bv, av) | ((bv == av) & (b["i"] < a["i"]))
+    if av.dtype.kind in "fc":
+        an, bn = np.isnan(av), np.isnan(bv)
+        take_b = np.where(an | bn, bn & (~an | (b["i"] < a["i"])), take_b)
+    return np.where(take_b, b, a)
+
+
+def _arg_final(rec: np.ndarray) -> np.ndarray:
+    return rec["i"]
+
+
+def _arg(pick: Any, better: Any, name: str, a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
+    x = _to_array(a)
+    if x.size == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    if axis is None:
+        axes = tuple(range(x.ndim))
+        src = x if x.ndim else x.reshape(1)
+    else:
+        axes = normalize_axes(axis, x.ndim)
+        src = x
+    rec = np.dtype([("v", x.dtype), ("i", np.int64)])
+    local = functools.partial(_arg_local, pick, axes if src.ndim == x.ndim else (0,), src.shape)
+    result = Array(
+        Fold(
+            src._expr,
+            axes if src.ndim == x.ndim else (0,),
+            local,
+            functools.partial(_arg_combine, better),
+            np.intp,
+            partial_dtype=rec,
+            final=_arg_final,
+            name=name,
+        )
+    )
+    if keepdims:
+        result = keep_dims(result, axes, x.ndim)
+    return _out(result, out)
+
+
+def argmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    return _arg(np.argmax, np.greater, "argmax", a, axis, out, keepdims)
+
+
+def argmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    return _arg(np.argmin, np.less, "argmin", a, axis, out, keepdims)
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return sum(_to_array(a) != 0, axis, dtype=np.intp, keepdims=keepdims)
+
+
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    return _out(max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims), out)

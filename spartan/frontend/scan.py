@@ -1,0 +1,122 @@
+"""``scan``: cumulative ``f_accum`` along an axis, output shaped like the input.
+
+Each tile accumulates locally and publishes its last slice; a tile then combines the
+last slices of the tiles before it along the axis (only those slices travel).
+
+>>> sp.cumsum(sp.arange(5)).to_numpy()     # doctest: +SKIP
+array([ 0,  1,  3,  6, 10])
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from spartan.backend.base import Piece, Region
+from spartan.frontend.array import Array
+from spartan.frontend.expr import Expr
+from spartan.frontend.lowering import Lowering
+from spartan.frontend.tiles import Tiles
+from spartan.tiling import Tiling, box_shape
+
+
+class _LocalScan:
+    def __init__(self, ufunc: np.ufunc, axis: int, dtype: np.dtype):
+        self.ufunc, self.axis, self.dtype = ufunc, axis, dtype
+
+    def __call__(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = self.ufunc.accumulate(block, axis=self.axis, dtype=self.dtype)
+        last = np.take(out, [-1], axis=self.axis) if out.shape[self.axis] else out
+        return out, last
+
+
+class _Offset:
+    """Combine a locally scanned tile with the last slices of the tiles before it."""
+
+    def __init__(self, ufunc: np.ufunc, dtype: np.dtype):
+        self.ufunc, self.dtype = ufunc, dtype
+
+    def __call__(self, local: np.ndarray, *lasts: np.ndarray) -> np.ndarray:
+        if not lasts:
+            return local
+        carry = functools.reduce(self.ufunc, lasts)
+        return self.ufunc(carry, local).astype(self.dtype, copy=False)
+
+
+class Scan(Expr):
+    """Cumulative ``ufunc`` along ``axis``, computed in the input's tiling."""
+
+    def __init__(self, child: Expr, ufunc: np.ufunc, axis: int, dtype: Any) -> None:
+        super().__init__(child.shape, dtype, [child])
+        self.ufunc, self.axis = ufunc, axis
+
+    @property
+    def label(self) -> str:
+        return f"scan({self.ufunc.__name__})"
+
+    def lower(self, ctx: Lowering) -> None:
+        child = self.children[0]
+        t_in = ctx.tiling(child)
+        cuts = (1,) * child.ndim if t_in.replicated else t_in.cuts
+        grid = Tiling(cuts)
+        nw = ctx.backend.nworkers
+        local_task = _LocalScan(self.ufunc, self.axis, self.dtype)
+        local = {}
+        for idx, box in grid.tiles(self.shape):
+            w = 0 if t_in.replicated else grid.worker_of(idx, nw)
+            keys = [(self.uid, "local", idx), (self.uid, "last", idx)]
+            ctx.backend.submit(w, local_task, [ctx.region(child, box, w)], keys)
+            local[idx] = (keys, w, box)
+        # the result keeps the input's grid (the planner gives a scan its input's tiling)
+        tiles = Tiles(ctx.backend, self.uid, self.shape, self.dtype, grid)
+        offset = _Offset(self.ufunc, self.dtype)
+        for idx, box in grid.tiles(self.shape):
+            keys, w, _ = local[idx]
+            inputs = [keys[0]]
+            for k in range(idx[self.axis]):
+                prev = idx[: self.axis] + (k,) + idx[self.axis + 1 :]
+                (_, last_key), pw, pbox = local[prev]
+                shape = list(box_shape(box))
+                shape[self.axis] = 1
+                full = tuple(slice(None) for _ in shape)
+                inputs.append(Region(tuple(shape), self.dtype, (Piece(pw, last_key, (), full),)))
+            ctx.backend.submit(w, offset, inputs, [tiles.key(idx)])
+        ctx.backend.delete([k for keys, _, _ in local.values() for k in keys])
+        self.data = tiles
+
+
+def ufunc_accumulate(
+    ufunc: np.ufunc, a: Any, axis: int = 0, dtype: Any = None, out: Any = None
+) -> Array:
+    """``ufunc.accumulate(a, axis)`` lazily."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.reductions import _out, normalize_axes
+
+    x = asarray(a)
+    if x.ndim == 0:
+        raise ValueError("cannot accumulate on a scalar")
+    (ax,) = normalize_axes(axis, x.ndim)
+    rdtype = ufunc.accumulate(np.ones(1, x.dtype), dtype=dtype).dtype
+    return _out(Array(Scan(x._expr, ufunc, ax, rdtype)), out)
+
+
+def _cumulative(ufunc: np.ufunc, a: Any, axis: Any, dtype: Any, out: Any) -> Array:
+    from spartan.frontend.creation import asarray
+
+    x = asarray(a)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    if dtype is None and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool):
+        dtype = np.result_type(x.dtype, np.uint if x.dtype.kind == "u" else np.int_)
+    return ufunc_accumulate(ufunc, x, axis, dtype, out)
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Array:
+    """Cumulative sum (see :func:`numpy.cumsum`)."""
+    return _cumulative(np.add, a, axis, dtype, out)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Array:
+    return _cumulative(np.multiply, a, axis, dtype, out)

@@ -1,0 +1,55 @@
+"""Views (slice, transpose, swapaxes, new axes): no data is copied, reads go to the base."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from spartan.frontend.expr import Expr
+from spartan.frontend.viewmap import ViewMap
+from spartan.tiling import Tiling
+
+
+class View(Expr):
+    """``base`` seen through a :class:`ViewMap`; a view of a view composes into one."""
+
+    is_view = True
+
+    def __init__(self, base: Expr, vm: ViewMap) -> None:
+        if base.is_view:
+            vm = base.vm.then(vm)
+            base = base.base
+        super().__init__(vm.shape, base.dtype, (base,))
+        self.vm = vm
+        self.pending = base.pending
+
+    @property
+    def base(self) -> Expr:
+        return self.children[0]
+
+    @property
+    def label(self) -> str:
+        return "view"
+
+    def induced_tiling(self, base_tiling: Tiling) -> Tiling:
+        """The tiling a reader of this view sees: cuts follow axes taken whole."""
+        if base_tiling.replicated:
+            return Tiling.duplicated(self.shape)
+        cuts = []
+        for a in self.vm.axes:
+            whole = a.base is not None and abs(a.step) == 1 and a.count == self.base.shape[a.base]
+            cuts.append(base_tiling.cuts[a.base] if whole else 1)
+        return Tiling(tuple(cuts))
+
+    def done(self) -> None:
+        """A view keeps its base: it has no tiles of its own."""
+
+
+def view(base: Expr, vm: ViewMap) -> Expr:
+    """``base`` through ``vm``; the identity view is ``base`` itself."""
+    if vm.is_identity() and vm.shape == base.shape and not base.is_view:
+        return base
+    return View(base, vm)
+
+
+def transpose(base: Expr, perm: Sequence[int]) -> Expr:
+    return view(base, ViewMap.transpose(base.shape, perm))
