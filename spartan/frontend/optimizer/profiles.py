@@ -23,9 +23,11 @@ How each operator runs (``P`` workers, tile ``i`` of ``t`` tiles on worker ``i*P
   each input along its axis (the whole input for -1) and sends its update region (slab
   ``g`` along ``update_axis``, or the whole output) to the output tiles' owners. Update
   bytes are scaled by the ratio measured the last time the same ``site`` ran.
-* ``dot`` -- two join_updates: ``broadcast`` (row slabs of X with all of Y, row slabs of
-  the output) and ``inner`` (column slabs of X with row slabs of Y, every task updates
-  the whole output, summed).
+* ``dot`` -- two algorithms. ``outer``: a task per output tile reads the rows of X and
+  the columns of Y it needs and writes locally (for a row-tiled output this is the
+  thesis's join_update with axes (0, -1), Fig. 2.2(a); block-tiled, it reads row and
+  column slabs). ``inner``: join_update with axes (1, 0), Fig. 2.2(b): column slabs of
+  X meet row slabs of Y and every task sends a whole partial output, summed.
 * ``reshape`` -- a task per output tile reads the input elements with the same C-order
   positions.
 * ``concatenate`` -- a task per output tile reads the part of each input it covers.
@@ -54,7 +56,7 @@ from spartan.frontend.optimizer.geometry import (
 from spartan.frontend.optimizer.program import Node, Program, axis_groups
 from spartan.tiling import Tiling, candidates
 
-DOT_IMPLS = ("broadcast", "inner")
+DOT_IMPLS = ("outer", "inner")
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,7 @@ def choices(program: Program, node: Node, nworkers: int, allow_dup: bool) -> lis
     if allow_dup:
         tilings.append(Tiling.duplicated(node.shape))
     if node.op == "dot":
-        impls = DOT_IMPLS if len(program[node.inputs[0]].shape) == 2 else ("inner",)
-        return [Choice(t, impl) for impl in impls for t in tilings]
+        return [Choice(t, impl) for impl in DOT_IMPLS for t in tilings]
     return [Choice(t) for t in tilings]
 
 
@@ -196,16 +197,20 @@ def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory)
         return terms
     if node.op == "dot":
         x, y = inputs
-        specs = {impl: _dot_spec(impl, x.shape, y.shape, P) for impl in DOT_IMPLS}
+        k = x.shape[-1]
+        inner_groups = max(1, min(P, k))
+        inner_axes = (len(x.shape) - 1, 0)
 
-        def read(r: Choice, c: Choice, inp: _Input, k: int) -> int:
-            axes, groups, _ = specs[c.impl]
-            return _join_read(inp.key, r.tiling, axes[k], groups, P)
+        def read(r: Choice, c: Choice, inp: _Input, operand: int) -> int:
+            if c.impl == "outer":
+                return _dot_read(inp.key, r.tiling, operand, node.shape, c.tiling, P)
+            return _join_read(inp.key, r.tiling, inner_axes[operand], inner_groups, P)
 
         def update(_r: Choice | None, c: Choice) -> int:
-            _, groups, update_axis = specs[c.impl]
+            if c.impl == "outer":
+                return 0
             return round(
-                factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, groups, P)
+                factor * _join_update(node.shape, node.itemsize, c.tiling, None, inner_groups, P)
             )
 
         return [
@@ -237,16 +242,6 @@ def _groups(shapes: Sequence[tuple[int, ...]], axes: Sequence[int], nworkers: in
     return max(1, min([nworkers, *lengths])) if lengths else 1
 
 
-def _dot_spec(
-    impl: str, xs: tuple[int, ...], ys: tuple[int, ...], nworkers: int
-) -> tuple[tuple[int, int], int, int | None]:
-    """(input axes, groups, update axis) of a dot implementation."""
-    if impl == "broadcast":
-        return (0, -1), max(1, min(nworkers, xs[0])), 0
-    k = xs[-1]
-    return (len(xs) - 1, 0), max(1, min(nworkers, k)), None
-
-
 def _pieces(key: tuple, root_tiling: Tiling, nworkers: int) -> Layout:
     root_shape, _, vm, _ = key
     if vm is None:
@@ -275,6 +270,22 @@ def _map_read(key: tuple, root_t: Tiling, out_shape: tuple, out_t: Tiling, P: in
         if n == 1:
             boxes[:, j] = (0, 1)
     return _read(key, root_t, boxes, workers, P)
+
+
+@lru_cache(maxsize=65536)
+def _dot_read(
+    key: tuple, root_t: Tiling, operand: int, out_shape: tuple, out_t: Tiling, P: int
+) -> int:
+    """Operand reads of ``outer`` dot: X's rows and Y's columns of each output tile."""
+    boxes, workers = layout(out_shape, out_t, P)
+    in_shape = key[3]
+    reads = np.zeros((len(boxes), len(in_shape), 2), dtype=np.int64)
+    reads[:, :, 1] = in_shape
+    if operand == 0 and len(in_shape) == 2:
+        reads[:, 0] = boxes[:, 0]
+    elif operand == 1 and len(in_shape) == 2:
+        reads[:, 1] = boxes[:, -1]
+    return _read(key, root_t, reads, workers, P)
 
 
 @lru_cache(maxsize=65536)

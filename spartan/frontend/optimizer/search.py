@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -256,20 +257,46 @@ def _elimination_order(
     return order
 
 
-def enumerate_all(graph: TilingGraph, budget: int, limit: int = ENUMERATION_LIMIT) -> list[int]:
-    """Plain enumeration: the cost of every combination of choices, the cheapest kept."""
+def enumerate_all(
+    graph: TilingGraph, budget: int, limit: int = ENUMERATION_LIMIT, chunk: int = 1 << 22
+) -> list[int]:
+    """Plain enumeration: the cost of every combination of choices, the cheapest kept.
+
+    The last vars (up to ``chunk`` combinations) are costed as one NumPy array; the
+    leading vars are looped over in Python."""
     sizes = [len(c) for c in graph.choices]
+    n = graph.nvars
     if math.prod(sizes) > limit:
         raise ValueError(
             f"{math.prod(sizes)} combinations exceed the enumeration limit {limit}; "
             "use exact() on programs this large"
         )
-    everything = tuple(range(graph.nvars))
-    total = np.zeros(sizes, dtype=np.int64)
+    split = n
+    while split > 0 and math.prod(sizes[split - 1 :]) <= chunk:
+        split -= 1
+    inner = tuple(range(split, n))
+    inner_sizes = [sizes[v] for v in inner]
+    base = np.zeros(inner_sizes, dtype=np.int64)
+    mixed = []
     for f in graph.factors:
-        total = total + _expand(f.table, f.scope, everything, sizes)
-    mem = np.zeros(sizes, dtype=np.int64)
-    for v in everything:
-        mem = mem + _expand(graph.memory[v], (v,), everything, sizes)
-    total = np.where(mem <= budget, total, np.iinfo(np.int64).max)
-    return [int(i) for i in np.unravel_index(int(total.argmin()), sizes)]
+        if min(f.scope) >= split:
+            base = base + _expand(f.table, f.scope, inner, sizes)
+        else:
+            mixed.append(f)
+    mem_base = np.zeros(inner_sizes, dtype=np.int64)
+    for v in inner:
+        mem_base = mem_base + _expand(graph.memory[v], (v,), inner, sizes)
+    best, best_cost = None, np.iinfo(np.int64).max
+    for outer in itertools.product(*(range(s) for s in sizes[:split])):
+        total = base
+        for f in mixed:
+            idx = tuple(outer[v] if v < split else slice(None) for v in f.scope)
+            rest = tuple(v for v in f.scope if v >= split)
+            total = total + _expand(f.table[idx], rest, inner, sizes)
+        mem = mem_base + sum(int(graph.memory[v][outer[v]]) for v in range(split))
+        total = np.where(mem <= budget, total, np.iinfo(np.int64).max)
+        i = int(total.argmin())
+        if total.flat[i] < best_cost:
+            best_cost = total.flat[i]
+            best = list(outer) + [int(k) for k in np.unravel_index(i, inner_sizes)]
+    return best
