@@ -89,9 +89,7 @@ class SimResult:
 
     def utilization(self, resource: Hashable) -> float:
         """Fraction of the makespan ``resource`` was busy (0 for an empty run)."""
-        return (
-            self.busy.get(resource, 0.0) / self.makespan if self.makespan > 0 else 0.0
-        )
+        return self.busy.get(resource, 0.0) / self.makespan if self.makespan > 0 else 0.0
 
 
 def simulate(
@@ -170,9 +168,7 @@ def _resource_orders(
                 raise ValueError(f"order[{res!r}] names unknown task {n!r}")
             ids.append(index[n])
         if sorted(ids) != orders[res]:
-            raise ValueError(
-                f"order[{res!r}] must list each task of that resource exactly once"
-            )
+            raise ValueError(f"order[{res!r}] must list each task of that resource exactly once")
         orders[res] = ids
     return orders
 
@@ -207,15 +203,11 @@ def _run_fixed(
                 stack.append(j)
     if done != n:
         stuck = [tasks[i].name for i in range(n) if indeg[i] > 0][:5]
-        raise ValueError(
-            f"deadlock: dependency cycle through resource order among {stuck}"
-        )
+        raise ValueError(f"deadlock: dependency cycle through resource order among {stuck}")
     return start, end
 
 
-def _run_fifo(
-    tasks: Sequence[Task], index: dict[str, int]
-) -> tuple[list[float], list[float]]:
+def _run_fifo(tasks: Sequence[Task], index: dict[str, int]) -> tuple[list[float], list[float]]:
     n = len(tasks)
     succs: list[list[int]] = [[] for _ in range(n)]
     missing = [len(t.deps) for t in tasks]
@@ -225,9 +217,7 @@ def _run_fifo(
     ready_at = [0.0] * n
     start = [0.0] * n
     end = [0.0] * n
-    queues: dict[Hashable, list[tuple[float, int]]] = defaultdict(
-        list
-    )  # (ready time, task)
+    queues: dict[Hashable, list[tuple[float, int]]] = defaultdict(list)  # (ready time, task)
     running: set[Hashable] = set()
     events: list[tuple[float, int]] = []  # (end time, task) of started tasks
     finished = 0

@@ -1,0 +1,103 @@
+"""Plans SwapAdvisor is compared with, all on the graph's own (framework default) order.
+
+* ``ideal``: infinite device memory, no copies; time = sum of op times.
+* ``odswap``: on-demand swapping with LRU eviction in a general (byte-budget) allocator,
+  with the prefetching it learns from the first iteration (the steady-state plan).
+* ``vdnn``: parameters and optimizer state stay resident; every forward activation needed
+  by the backward pass is copied out after its last forward use and prefetched back.
+* ``tflms``: parameters and optimizer state never swap; other tensors swap on demand (LRU).
+* ``best_random``: the best of N random (schedule, allocation) samples.
+
+``vdnn``/``tflms`` raise :class:`InfeasiblePlan` when the parameters alone do not fit.
+
+>>> from spartan.dnn.swap.worked_examples import figure1_workload
+>>> wl = figure1_workload()
+>>> ideal(wl).iteration_time(), odswap(wl).iteration_time() >= 6.0
+(6.0, True)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from spartan.dnn.swap.genetic import Chromosome, evaluate, mutate_schedule
+from spartan.dnn.swap.plan import COMPUTE, SwapPlan
+from spartan.dnn.swap.planner import plan_swaps
+from spartan.dnn.swap.pool import PoolModel
+from spartan.dnn.swap.workload import Workload
+
+__all__ = ["ideal", "odswap", "vdnn", "tflms", "best_random", "BASELINES"]
+
+
+def ideal(workload: Workload) -> SwapPlan:
+    """Every tensor resident, no copies."""
+    plan = SwapPlan(workload, workload.default_schedule(), label="ideal")
+    for op in plan.schedule:
+        plan.add(COMPUTE, op, [], workload.durations[op])
+    return plan
+
+
+def odswap(workload: Workload) -> SwapPlan:
+    """On-demand LRU swapping with learned prefetch (paper's ODSwap)."""
+    return plan_swaps(
+        workload, workload.default_schedule(), workload.capacity, eviction="lru", label="ODSwap"
+    )
+
+
+def _persistent(workload: Workload) -> set[int]:
+    return {t for t in range(workload.n_tensors) if workload.persistent[t]}
+
+
+def vdnn(workload: Workload) -> SwapPlan:
+    """Swap all activations out after the forward pass, keep parameters resident."""
+    acts = {t for t in range(workload.n_tensors) if workload.activation[t]}
+    return plan_swaps(
+        workload,
+        workload.default_schedule(),
+        workload.capacity,
+        eviction="lru",
+        pinned=_persistent(workload),
+        offload=acts,
+        label="vDNN-like",
+    )
+
+
+def tflms(workload: Workload) -> SwapPlan:
+    """Never swap parameters; swap other tensors on demand."""
+    return plan_swaps(
+        workload,
+        workload.default_schedule(),
+        workload.capacity,
+        eviction="lru",
+        pinned=_persistent(workload),
+        label="TFLMS-like",
+    )
+
+
+def best_random(workload: Workload, samples: int, seed: int = 0) -> tuple[Chromosome, float]:
+    """Best of ``samples`` random chromosomes (random topological order and pool)."""
+    rng = random.Random(seed)
+    pm = PoolModel(workload)
+    preds = workload.op_preds
+    succs: list[list[int]] = [[] for _ in range(workload.n_ops)]
+    for op, ps in enumerate(preds):
+        for q in ps:
+            succs[q].append(op)
+    best, best_t = None, math.inf
+    for _ in range(samples):
+        alloc = pm.random(rng)
+        if alloc is None:
+            continue
+        c = Chromosome(
+            tuple(mutate_schedule(workload.default_schedule(), preds, succs, 1.0, rng)), alloc
+        )
+        t = evaluate(workload, c)
+        if t < best_t:
+            best, best_t = c, t
+    if best is None:
+        raise ValueError("no random sample fits the device")
+    return best, best_t
+
+
+BASELINES = {"ideal": ideal, "ODSwap": odswap, "vDNN-like": vdnn, "TFLMS-like": tflms}
