@@ -18,81 +18,10 @@ import numpy as _np
 from spartan import backend
 from spartan.backend.session import init, shutdown
 from spartan.config import config
-from spartan.frontend import random
 from spartan.frontend.array import Array, ndarray
-from spartan.frontend.creation import (
-    arange,
-    array,
-    asarray,
-    empty,
-    empty_like,
-    eye,
-    full,
-    full_like,
-    identity,
-    linspace,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
 from spartan.frontend.evaluate import evaluate as _evaluate
-from spartan.frontend.indexing import nonzero
-from spartan.frontend.linalg import dot, inner, matmul, outer, tensordot, vdot
-from spartan.frontend.manipulation import (
-    astype,
-    broadcast_arrays,
-    broadcast_to,
-    concatenate,
-    copy,
-    expand_dims,
-    flatten,
-    hstack,
-    matrix_transpose,
-    moveaxis,
-    ravel,
-    reshape,
-    retile,
-    squeeze,
-    stack,
-    swapaxes,
-    transpose,
-    vstack,
-    where,
-)
-from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
-from spartan.frontend.reductions import (
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    max,
-    mean,
-    min,
-    prod,
-    ptp,
-    std,
-    sum,
-    var,
-)
-from spartan.frontend.scan import cumprod, cumsum
-from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
+from spartan.numpy_api import *  # noqa: F403
 from spartan.tiling import Tiling
-
-globals().update(_all_ufuncs())
-
-# NumPy's scalar types and constants, so `import spartan as np` code keeps working
-for _name in (
-    "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
-    "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
-    "result_type can_cast promote_types issubdtype integer floating number generic "
-    "complexfloating signedinteger unsignedinteger errstate"
-).split():
-    globals()[_name] = getattr(_np, _name)
-bool = _np.bool_  # noqa: A001
 
 
 def evaluate(*arrays: Array) -> Array | tuple[Array, ...]:

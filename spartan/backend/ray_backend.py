@@ -71,15 +71,18 @@ class RayBackend(Master):
         self.nworkers = num_workers
         self.nodes = ray.get([a.ping.remote() for a in self.actors])
         self._pending: list[ray.ObjectRef] = []
-        self._fn_cache: tuple[Any, ray.ObjectRef] | None = None
+        self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}
         log.info("spartan: %d Ray workers on %d node(s)", num_workers, len(set(self.nodes)))
 
     # ---- transport --------------------------------------------------------------------
     def _fn_ref(self, fn: Callable[..., Any]) -> Any:
         """Put a task function once for all the tasks of one operator."""
-        if self._fn_cache is None or self._fn_cache[0] is not fn:
-            self._fn_cache = (fn, ray.put(fn))
-        return self._fn_cache[1]
+        hit = self._fn_cache.get(id(fn))
+        if hit is None or hit[0] is not fn:
+            if len(self._fn_cache) >= 256:
+                self._fn_cache.clear()
+            hit = self._fn_cache[id(fn)] = (fn, ray.put(fn))
+        return hit[1]
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
         self._pending.append(self.actors[worker].put.remote(key, value))

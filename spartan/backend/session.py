@@ -51,6 +51,13 @@ def init(
     return _current
 
 
+def use(backend: Backend) -> Backend:
+    """Make an existing backend current (without shutting down the previous one)."""
+    global _current
+    _current = backend
+    return backend
+
+
 def current() -> Backend:
     """The current backend, starting the default one on first use."""
     return _current if _current is not None else init()

@@ -72,7 +72,7 @@ class _JoinTask:
         self.f_join, self.extents = f_join, extents
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
 
-    def __call__(self, *blocks: np.ndarray) -> tuple[list, ...]:
+    def __call__(self, *blocks: np.ndarray) -> list | tuple[list, ...]:
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
         for loc, update in self.f_join(self.extents, *blocks) or ():
             box = location_box(loc, self.out_shape)
@@ -80,7 +80,8 @@ class _JoinTask:
             for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
                 src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
                 per_tile[idx].append((inter, np.ascontiguousarray(upd[src])))
-        return tuple(per_tile[t] for t in self.targets)
+        out = tuple(per_tile[t] for t in self.targets)
+        return out[0] if len(out) == 1 else out  # one output: the value itself
 
 
 class _Accumulate:

@@ -41,7 +41,9 @@ def summary(x: Any) -> tuple[np.ndarray, bool]:
 def array_repr(x: Any) -> str:
     small, summarized = summary(x)
     with np.printoptions(threshold=0 if summarized else np.get_printoptions()["threshold"]):
-        return np.array_repr(small)
+        text = np.array_repr(small)
+    # NumPy names the shape of a summarized array; ours is the real one
+    return text.replace(f"shape={small.shape}", f"shape={x.shape}") if summarized else text
 
 
 def array_str(x: Any) -> str:

@@ -1,0 +1,23 @@
+"""The NumPy-compatible namespace: everything ``import spartan as np`` code calls.
+
+Each name is a distributed implementation written on spartan's operators; the list
+is re-exported by :mod:`spartan`.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
+
+globals().update(_all_ufuncs())
+
+# NumPy's scalar types and constants, so `import spartan as np` code keeps working
+for _name in (
+    "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
+    "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
+    "result_type can_cast promote_types issubdtype integer floating number generic "
+    "complexfloating signedinteger unsignedinteger errstate"
+).split():
+    globals()[_name] = getattr(_np, _name)
+bool = _np.bool_  # noqa: A001

@@ -1,0 +1,74 @@
+"""Shared fixtures: one Ray instance per test session, backends, tilings.
+
+``backend`` runs a test on the in-process backend (3 workers) and on Ray (2 workers,
+started once); ``tiling`` runs it under row, column, block and duplicated tilings.
+Tiles are tiny (``tiles_per_worker=2``) so partitioning is really exercised.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
+
+import spartan  # noqa: E402
+from spartan.backend import session  # noqa: E402
+
+TILINGS = ["row", "column", "block", "dup"]
+
+
+@pytest.fixture(scope="session")
+def ray_backend():
+    """A Ray backend with 2 workers (``num_cpus=2``), started once per session."""
+    import ray
+
+    from spartan.backend.ray_backend import RayBackend
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    be = RayBackend(num_workers=2)
+    yield be
+    be.shutdown()
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def local_backend():
+    from spartan.backend.local import LocalBackend
+
+    return LocalBackend(num_workers=3)
+
+
+@pytest.fixture(autouse=True)
+def _small_tiles():
+    old = spartan.config.tiles_per_worker
+    spartan.config.tiles_per_worker = 2
+    yield
+    spartan.config.tiles_per_worker = old
+
+
+@pytest.fixture(params=["local", "ray"])
+def backend(request):
+    """Each test twice: in-process workers and Ray workers."""
+    be = request.getfixturevalue(f"{request.param}_backend")
+    session.use(be)
+    be.reset_stats()
+    yield be
+    session.use(request.getfixturevalue("local_backend"))
+
+
+@pytest.fixture
+def local(local_backend):
+    """The in-process backend only (for tests that do not need Ray)."""
+    session.use(local_backend)
+    local_backend.reset_stats()
+    return local_backend
+
+
+@pytest.fixture(params=TILINGS)
+def tiling(request):
+    return request.param

@@ -1,0 +1,273 @@
+"""Differential tests of the core operators against NumPy, under every tiling and
+on both backends (tiny tiles, so tiles really are cut and moved)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spartan as sp
+
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def data(shape, seed=0, dtype=float):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 10).astype(dtype)
+
+
+def test_elementwise_fused_chain(backend, tiling):
+    a, b = data((7, 5), 1), data((7, 5), 2)
+    x, y = sp.array(a, tiling=tiling), sp.array(b, tiling="row")
+    got = sp.exp(x / 10) * y + 2 - abs(x)
+    np.testing.assert_allclose(got.to_numpy(), np.exp(a / 10) * b + 2 - abs(a))
+
+
+def test_broadcasting(backend, tiling):
+    a, b = data((6, 4), 1), data((4,), 2)
+    x = sp.array(a, tiling=tiling)
+    np.testing.assert_allclose((x - b).to_numpy(), a - b)
+    np.testing.assert_allclose((x * a[:, :1]).to_numpy(), a * a[:, :1])
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+def test_reductions(backend, tiling, axis):
+    a = data((9, 6), 3)
+    x = sp.array(a, tiling=tiling)
+    for name in ["sum", "prod", "min", "max", "mean", "var", "std"]:
+        np.testing.assert_allclose(
+            getattr(sp, name)(x, axis=axis).to_numpy(), getattr(np, name)(a, axis=axis), rtol=1e-9
+        )
+    if not isinstance(axis, tuple):
+        np.testing.assert_array_equal(sp.argmax(x, axis=axis).to_numpy(), np.argmax(a, axis=axis))
+        np.testing.assert_array_equal(sp.argmin(x, axis=axis).to_numpy(), np.argmin(a, axis=axis))
+    np.testing.assert_allclose(
+        x.sum(axis=axis, keepdims=True).to_numpy(), a.sum(axis=axis, keepdims=True)
+    )
+
+
+def test_integer_reductions_exact(backend, tiling):
+    a = np.arange(40, dtype=np.int32).reshape(8, 5) - 17
+    x = sp.array(a, tiling=tiling)
+    assert x.sum().dtype == a.sum().dtype
+    assert x.sum().item() == a.sum()
+    np.testing.assert_array_equal(x.cumsum(axis=0).to_numpy(), a.cumsum(axis=0))
+    np.testing.assert_array_equal(sp.cumsum(x).to_numpy(), np.cumsum(a))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scan(backend, tiling, axis):
+    a = data((7, 6), 4)
+    x = sp.array(a, tiling=tiling)
+    np.testing.assert_allclose(sp.cumsum(x, axis=axis).to_numpy(), np.cumsum(a, axis=axis))
+    np.testing.assert_allclose(
+        sp.scan(np.maximum, x, axis=axis).to_numpy(), np.maximum.accumulate(a, axis=axis)
+    )
+
+
+def test_dot_both_implementations(backend, tiling):
+    tall, wide = data((12, 4), 5), data((4, 9), 6)
+    x, y = sp.array(tall, tiling=tiling), sp.array(wide, tiling=tiling)
+    np.testing.assert_allclose(sp.dot(x, y).to_numpy(), tall @ wide)  # impl (a)
+    np.testing.assert_allclose((y @ y.T).to_numpy(), wide @ wide.T)  # impl (b)
+    np.testing.assert_allclose(sp.dot(x.T, x).to_numpy(), tall.T @ tall)
+    v = data((4,), 7)
+    np.testing.assert_allclose(sp.dot(x, v).to_numpy(), tall @ v)
+    np.testing.assert_allclose(sp.dot(v, y).to_numpy(), v @ wide)
+
+
+def test_filter(backend, tiling):
+    a = data((8, 5), 8)
+    x = sp.array(a, tiling=tiling)
+    np.testing.assert_array_equal(x[x > 0].to_numpy(), a[a > 0])
+    np.testing.assert_array_equal(sp.filter(x, lambda t: t < 1).to_numpy(), a[a < 1])
+    assert x[x > 1e9].shape == (0,)
+
+
+def test_join_update_collisions(backend):
+    a = data((10, 3), 9)
+    x = sp.array(a)
+
+    def column_sums(extents, block):
+        return [((slice(None),), block.sum(axis=0))]
+
+    out = sp.join_update(column_sums, np.add, [x], axes=[0], shape=(3,))
+    np.testing.assert_allclose(out.to_numpy(), a.sum(axis=0))
+
+
+def test_views(backend, tiling):
+    a = data((9, 7), 10)
+    x = sp.array(a, tiling=tiling)
+    for key in [
+        np.s_[1:7:2, ::-1],
+        np.s_[-1],
+        np.s_[..., 3],
+        np.s_[None, 2:, :, None],
+        np.s_[::-3, 5],
+    ]:
+        np.testing.assert_array_equal(x[key].to_numpy(), a[key])
+    np.testing.assert_array_equal((x.T[2:, ::2] + 1).to_numpy(), a.T[2:, ::2] + 1)
+    np.testing.assert_array_equal(sp.swapaxes(x, 0, 1).to_numpy(), a.T)
+
+
+def test_reshape_and_concatenate(backend, tiling):
+    a = data((6, 8), 11)
+    x = sp.array(a, tiling=tiling)
+    for shape in [(48,), (8, 6), (2, 3, 8), (4, -1)]:
+        np.testing.assert_array_equal(x.reshape(shape).to_numpy(), a.reshape(shape))
+    np.testing.assert_array_equal(
+        sp.concatenate([x, x[:2]], axis=0).to_numpy(), np.concatenate([a, a[:2]])
+    )
+    np.testing.assert_array_equal(
+        sp.concatenate([x, x], axis=1).to_numpy(), np.concatenate([a, a], axis=1)
+    )
+
+
+def test_setitem_is_functional(backend, tiling):
+    a = data((6, 5), 12)
+    x = sp.array(a, tiling=tiling)
+    y = x
+    x[1:3, ::-1] = 7.0
+    x[0] = np.arange(5.0)
+    a2 = a.copy()
+    a2[1:3, ::-1] = 7.0
+    a2[0] = np.arange(5.0)
+    np.testing.assert_array_equal(x.to_numpy(), a2)
+    x[x > 5] = 0.0
+    a2[a2 > 5] = 0.0
+    np.testing.assert_array_equal(x.to_numpy(), a2)
+    assert y is not x or True
+
+
+@given(
+    shape=st.lists(st.integers(1, 7), min_size=1, max_size=3),
+    seed=st.integers(0, 1000),
+    kind=st.sampled_from(["row", "column", "block", "dup"]),
+)
+@FAST
+def test_hypothesis_elementwise_and_sum(local_backend, shape, seed, kind):
+    sp.backend.session.use(local_backend)
+    a = data(tuple(shape), seed)
+    x = sp.array(a, tiling=kind)
+    axis = seed % len(shape)
+    np.testing.assert_allclose(
+        ((x * 3 - 1) ** 2).sum(axis=axis).to_numpy(), ((a * 3 - 1) ** 2).sum(axis=axis)
+    )
+    np.testing.assert_allclose(sp.cumsum(x, axis=axis).to_numpy(), np.cumsum(a, axis=axis))
+
+
+@given(
+    n=st.integers(1, 9),
+    m=st.integers(1, 9),
+    start=st.integers(-9, 9),
+    stop=st.integers(-9, 9),
+    step=st.sampled_from([1, 2, 3, -1, -2]),
+)
+@FAST
+def test_hypothesis_slices(local_backend, n, m, start, stop, step):
+    sp.backend.session.use(local_backend)
+    a = data((n, m), n * m)
+    x = sp.array(a, tiling="block")
+    key = (slice(start, stop, step), slice(stop, start, -step))
+    np.testing.assert_array_equal(x[key].to_numpy(), a[key])
+
+
+def test_random_independent_of_tiling_and_workers(local_backend, ray_backend):
+    out = []
+    for be, kind in [(local_backend, "row"), (local_backend, "column"), (ray_backend, "block")]:
+        sp.backend.session.use(be)
+        sp.random.seed(42)
+        out.append(sp.random.rand(9, 7, tiling=kind).to_numpy())
+        out.append(sp.random.randn(5, tiling=kind).to_numpy())
+    for i in range(2, len(out)):
+        np.testing.assert_array_equal(out[i], out[i % 2])
+    assert 0 <= out[0].min() and out[0].max() < 1
+
+
+def test_bytes_moved_row_plus_column(backend):
+    """Adding a row-tiled and a column-tiled 8x8 array on 2 workers (one tile each)
+    moves exactly the half of B that lives on the other worker: 8*8*8/2 bytes."""
+    old = sp.config.tiles_per_worker
+    sp.config.tiles_per_worker = 1
+    try:
+        nw = backend.nworkers
+        a = sp.ones((8, 8), tiling=sp.Tiling.row((8, 8), nw))
+        b = sp.ones((8, 8), tiling=sp.Tiling.column((8, 8), nw))
+        sp.evaluate(a, b)
+        backend.reset_stats()
+        sp.evaluate(a + b)
+        moved = sp.stats()["bytes_moved"]
+        from spartan.tiling import transfer_bytes
+
+        assert moved == transfer_bytes((8, 8), 8, b.tiling, a.tiling, nw)
+        if nw == 2:
+            assert moved == 256
+    finally:
+        sp.config.tiles_per_worker = old
+
+
+def test_distributed_dot_pulls_nothing_to_driver(backend):
+    x = sp.random.rand(40, 6)
+    w = sp.random.rand(6, 3)
+    sp.evaluate(x, w)
+    backend.reset_stats()
+    z = sp.evaluate(sp.dot(x, w))
+    assert sp.stats()["bytes_to_driver"] == 0
+    assert z.shape == (40, 3)
+
+
+def test_errors_are_numpy_errors_at_build_time(backend):
+    x = sp.ones((3, 4))
+    with pytest.raises(ValueError, match="broadcast"):
+        x + sp.ones((5,))
+    with pytest.raises(np.exceptions.AxisError):
+        x.sum(axis=2)
+    with pytest.raises(ValueError, match="not aligned"):
+        sp.dot(x, x)
+    with pytest.raises(IndexError):
+        x[5]
+    with pytest.raises(ValueError, match="cannot reshape"):
+        x.reshape(5, 3)
+    with pytest.raises(TypeError):
+        sp.ones((2,), dtype=int) & 1.5
+
+
+def test_user_function_error_is_the_users_exception(backend):
+    def boom(t):
+        raise ZeroDivisionError("bad tile")
+
+    with pytest.raises(ZeroDivisionError, match="bad tile"):
+        sp.map(boom, sp.ones((4, 4)), dtype=float).to_numpy()
+    # the backend is still usable afterwards
+    assert sp.ones((4, 4)).sum().item() == 16
+
+
+def test_shared_subexpression_runs_once(backend):
+    x = sp.random.rand(10, 4)
+    y = sp.exp(x).sum(axis=1)  # a fold: materialized once
+    z1, z2 = y + 1, y * 2
+    backend.reset_stats()
+    sp.evaluate(z1, z2)
+    first = sp.stats()["tasks"]
+    backend.reset_stats()
+    sp.evaluate(z1, z2)
+    assert sp.stats()["tasks"] == 0
+    assert first > 0
+
+
+def test_numpy_protocols(backend):
+    a = data((5, 3), 13)
+    x = sp.array(a)
+    assert isinstance(np.exp(x), sp.Array)
+    np.testing.assert_allclose(np.sum(x, axis=0).to_numpy(), a.sum(axis=0))
+    np.testing.assert_allclose(np.asarray(x), a)
+    assert x.shape == (5, 3) and x.dtype == a.dtype and x.T.shape == (3, 5) and x.nbytes == a.nbytes
+    assert float(x[0, 0]) == a[0, 0]
+    assert bool(x.sum() == x.sum())
+    assert repr(sp.arange(3)) == repr(np.arange(3))
+    big = sp.arange(5000).reshape(50, 100)
+    assert repr(big) == repr(np.arange(5000).reshape(50, 100))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(x)
