@@ -8,6 +8,65 @@ from __future__ import annotations
 
 import numpy as _np
 
+from spartan.frontend import random
+from spartan.frontend.creation import (
+    arange,
+    array,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    identity,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from spartan.frontend.indexing import nonzero
+from spartan.frontend.linalg import dot, inner, matmul, outer, tensordot, vdot
+from spartan.frontend.manipulation import (
+    astype,
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    copy,
+    expand_dims,
+    flatten,
+    hstack,
+    matrix_transpose,
+    moveaxis,
+    ravel,
+    reshape,
+    retile,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    vstack,
+    where,
+)
+from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
+from spartan.frontend.reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    prod,
+    ptp,
+    std,
+    sum,
+    var,
+)
+from spartan.frontend.scan import cumprod, cumsum
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 
 globals().update(_all_ufuncs())
