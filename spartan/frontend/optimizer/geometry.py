@@ -53,29 +53,16 @@ def layout(shape: Sequence[int], tiling: Tiling, nworkers: int) -> Layout:
     return _layout(tuple(int(s) for s in shape), tiling, int(nworkers))
 
 
-def view_layout(vm: ViewMap, root_shape: Sequence[int], tiling: Tiling, nworkers: int) -> Layout:
-    """The pieces of a view: each root tile's part inside the view, in view coordinates,
-    on the root tile's worker (empty pieces dropped)."""
-    boxes, workers = layout(root_shape, tiling, nworkers)
-    keep = np.ones(len(workers), dtype=bool)
-    for ax, idx in vm.fixed:
-        keep &= (boxes[:, ax, 0] <= idx) & (idx < boxes[:, ax, 1])
-    out = np.zeros((len(workers), len(vm.axes), 2), dtype=np.int64)
-    for k, a in enumerate(vm.axes):
-        if a.base is None:
-            out[:, k, 1] = 1
-            continue
-        lo, hi = boxes[:, a.base, 0], boxes[:, a.base, 1]
-        if a.step > 0:
-            first = _ceil_div(lo - a.start, a.step)
-            last = _ceil_div(hi - a.start, a.step)
-        else:  # positions start + i*step decrease with i
-            first = _ceil_div(a.start - (hi - 1), -a.step)
-            last = _ceil_div(a.start - (lo - 1), -a.step)
-        first, last = np.clip(first, 0, a.count), np.clip(last, 0, a.count)
-        out[:, k, 0], out[:, k, 1] = first, last
-        keep &= last > first
-    return out[keep], workers[keep]
+def induced_tiling(vm: ViewMap, root_shape: Sequence[int], root: Tiling) -> Tiling:
+    """The tiling a view's readers see: the root's cuts on axes the view takes whole
+    (unit step), one piece on the others (the frontend's rule)."""
+    if root.replicated:
+        return Tiling.duplicated(vm.shape)
+    cuts = []
+    for a in vm.axes:
+        whole = a.base is not None and abs(a.step) == 1 and a.count == root_shape[a.base]
+        cuts.append(root.cuts[a.base] if whole else 1)
+    return Tiling(tuple(cuts))
 
 
 def selections(boxes: np.ndarray, vm: ViewMap | None = None) -> np.ndarray:

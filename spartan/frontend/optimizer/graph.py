@@ -1,11 +1,11 @@
 """The tiling graph (thesis §2.3.3): node groups of tiling nodes joined by weighted edges.
 
 Each non-view node of the program is a *node group* (a variable); its *tiling nodes* are
-its :class:`~.profiles.Choice` list. Every cost term becomes a factor: a vector over one
-group's choices, or an edge table over (input root's choices, own choices) -- views are
-mapped away, so ``FindCost``'s recursion through views is already in the tables. Join
-stages need no placeholder nodes: their reads depend only on the input tilings (vectors
-on the inputs) and their updates only on the output tiling (a vector on the output).
+its :class:`~.profiles.Choice` list. Every cost term becomes a factor: a table over the
+choices of the one to three groups it depends on (a node and its inputs' roots). Views
+are mapped away, so ``FindCost``'s recursion through views is already in the tables.
+A join stage is its factors over (first joined input, other input) for the reads and
+(first joined input, output) for the updates: the join placeholder of the thesis.
 
 >>> from spartan.frontend.optimizer.program import Program
 >>> p = Program(); a = p.source((8, 8)); b = p.map(a, p.transpose(a))
@@ -22,6 +22,7 @@ import numpy as np
 
 from spartan.frontend.optimizer.profiles import (
     Choice,
+    Term,
     UpdateHistory,
     choices,
     dup_memory,
@@ -75,17 +76,8 @@ class TilingGraph:
             mem.append(np.array([dup if c.tiling.replicated else 0 for c in cs], dtype=np.int64))
         factors = []
         for nid in nodes:
-            v = var_of[nid]
             for term in profile(program, program[nid], nworkers, history):
-                if term.root is None:
-                    table = np.array([term.cost(None, c) for c in chs[v]], dtype=np.int64)
-                    factors.append(Factor(nid, (v,), table))
-                else:
-                    u = var_of[term.root]
-                    table = np.array(
-                        [[term.cost(r, c) for c in chs[v]] for r in chs[u]], dtype=np.int64
-                    )
-                    factors.append(Factor(nid, (u, v), table))
+                factors.append(_factor(nid, term, [var_of[n] for n in term.nodes], chs))
         users = program.users()
         degree = [len(set(program[nid].inputs) | set(users[nid])) for nid in nodes]
         return cls(program, nworkers, nodes, var_of, chs, mem, factors, degree)
@@ -106,3 +98,14 @@ class TilingGraph:
 
     def dup_bytes(self, assign: list[int] | np.ndarray) -> int:
         return int(sum(self.memory[v][a] for v, a in enumerate(assign)))
+
+
+def _factor(owner: int, term: Term, term_vars: list[int], chs: list[list[Choice]]) -> Factor:
+    """Tabulate ``term`` over the distinct vars it reads (a var may appear twice, e.g.
+    ``A`` and ``A.T`` joined together: both then take the same choice)."""
+    scope = tuple(sorted(set(term_vars)))
+    table = np.empty([len(chs[v]) for v in scope], dtype=np.int64)
+    for idx in np.ndindex(*table.shape):
+        pick = dict(zip(scope, idx))
+        table[idx] = term.cost(*(chs[v][pick[v]] for v in term_vars))
+    return Factor(owner, scope, table)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from spartan.frontend.optimizer.geometry import view_layout
+from spartan.frontend.optimizer.geometry import induced_tiling
 from spartan.frontend.optimizer.graph import TilingGraph
 from spartan.frontend.optimizer.profiles import Choice
 from spartan.frontend.optimizer.program import Program
@@ -45,9 +43,7 @@ class Plan:
         for node in program:
             if node.is_view:
                 root, vm = program.root(node.id)
-                tiling[node.id] = induced_tiling(
-                    vm, program[root].shape, tiling[root], graph.nworkers
-                )
+                tiling[node.id] = induced_tiling(vm, program[root].shape, tiling[root])
         return cls(
             program,
             graph.nworkers,
@@ -112,13 +108,3 @@ class Plan:
                 lines.append("  ".join("-" * w for w in widths))
         head = f"tiling plan: {self.nworkers} workers, {self.method}, {self.seconds * 1e3:.1f} ms"
         return "\n".join([head, *lines])
-
-
-def induced_tiling(vm, root_shape: tuple[int, ...], root: Tiling, nworkers: int) -> Tiling:
-    """The tiling a view appears to have: pieces per view axis of the root's tiles."""
-    shape = vm.shape
-    if root.replicated:
-        return Tiling.duplicated(shape)
-    boxes, _ = view_layout(vm, root_shape, root, nworkers)
-    cuts = [max(1, len(np.unique(boxes[:, k, 0]))) if len(boxes) else 1 for k in range(len(shape))]
-    return Tiling(tuple(min(c, max(1, n)) for c, n in zip(cuts, shape)))

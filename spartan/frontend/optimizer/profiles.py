@@ -1,36 +1,36 @@
 """Cost profiles: the bytes each operator moves between workers for a choice of tilings.
 
-Every profile models the backend's execution of the operator exactly (task per output
-tile, per input tile, or per join group, each on a fixed worker) and counts the bytes
-that cross workers with :mod:`.geometry`. A profile is a list of :class:`Term`; a term
-depends on the node's own :class:`Choice` and at most one input, through that input's
-root (the non-view node it reads, views mapped away), which keeps the tiling graph
-pairwise. Costs are cached on (shapes, tilings, views), since they repeat.
+Every profile follows the backend's lowering of the operator (``spartan/frontend/*.py``)
+task by task -- which worker runs each task and which regions it reads -- and counts the
+bytes that cross workers with :mod:`.geometry`. A profile is a list of :class:`Term`;
+a term is a function of the :class:`Choice` of a few nodes: the node itself and the
+*roots* of its inputs (the non-view nodes they read, views mapped away), which is how
+``FindCost`` sees through views. Costs are cached on (shapes, tilings, views).
 
-How each operator runs (``P`` workers, tile ``i`` of ``t`` tiles on worker ``i*P//t``):
+How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P//t``):
 
 * ``map`` -- a task per output tile on its worker reads each input's broadcast region;
   a duplicated output runs a task per worker reading whole inputs.
-* ``fold(axis)`` -- a task per input tile (per view piece) computes the tile reduced along
-  ``axis``; the partial goes to the owners of the output tiles it overlaps. A fold of a
-  duplicated input runs where its output lives and moves nothing.
-* ``scan(axis)`` -- local scans in the input's layout; each piece receives the last slice
-  of every piece before it along ``axis`` on another worker; the result is re-tiled to
-  the output tiling.
-* ``filter`` -- ``x`` and the mask are read in the row tiling of ``x`` (contiguous in C
-  order); the 1-D result stays where its rows were.
-* ``join_update`` -- ``G`` groups, task ``g`` on worker ``g*P//G`` reads slab ``g`` of
-  each input along its axis (the whole input for -1) and sends its update region (slab
-  ``g`` along ``update_axis``, or the whole output) to the output tiles' owners. Update
-  bytes are scaled by the ratio measured the last time the same ``site`` ran.
-* ``dot`` -- two algorithms. ``outer``: a task per output tile reads the rows of X and
-  the columns of Y it needs and writes locally (for a row-tiled output this is the
-  thesis's join_update with axes (0, -1), Fig. 2.2(a); block-tiled, it reads row and
-  column slabs). ``inner``: join_update with axes (1, 0), Fig. 2.2(b): column slabs of
-  X meet row slabs of Y and every task sends a whole partial output, summed.
+* ``fold(axes)`` -- a task per tile of the input's grid (a view's grid: its induced
+  tiling; a duplicated input: one task on worker 0) reduces its tile; each partial goes
+  to the owners of the output tiles it overlaps.
+* ``scan(axis)`` -- local scans on the input's grid; each tile receives the last slice
+  of every tile before it along ``axis`` held elsewhere; the result is re-tiled to the
+  output tiling if that differs.
+* ``filter`` -- ``x`` and the mask are read in the row grid of ``x`` (as many row tiles
+  as ``x`` has tiles); the 1-d result stays where its rows were (exact when the selected
+  elements spread evenly over the row tiles).
+* ``join_update`` -- groups follow the first joined input's tiles along its axis (else
+  ``min(n, P)`` groups); a group's task runs on the worker holding the group's first
+  tile (``g*P//G`` for a view or duplicated input); it reads slab ``g`` of every input
+  (the whole input for axis -1) and sends its update -- slab ``g`` along
+  ``update_axis``, or the whole output -- to the output tiles' owners. Updates are an
+  estimate, scaled by the ratio measured the last time the same ``site`` ran.
+* ``dot`` -- the thesis's two join_updates: ``rows`` (axes (0, -1), row slabs of the
+  output, Fig. 2.2(a)) and ``inner`` (axes (1, 0), whole partial outputs summed,
+  Fig. 2.2(b)).
 * ``reshape`` -- a task per output tile reads the input elements with the same C-order
-  positions.
-* ``concatenate`` -- a task per output tile reads the part of each input it covers.
+  positions. ``concatenate`` -- a task per output tile reads the inputs it covers.
 * ``source`` -- re-tiling an evaluated array from its tiling to the chosen one; a fresh
   array is created in the chosen tiling for free.
 * ``slice`` / ``transpose`` -- views: no task; readers are costed against the root.
@@ -48,15 +48,15 @@ import numpy as np
 from spartan.frontend.optimizer.geometry import (
     Layout,
     cross_overlap,
+    induced_tiling,
     layout,
     selections,
     strided_read_bytes,
-    view_layout,
 )
 from spartan.frontend.optimizer.program import Node, Program, axis_groups
-from spartan.tiling import Tiling, candidates
+from spartan.tiling import Tiling, candidates, piece_of
 
-DOT_IMPLS = ("outer", "inner")
+DOT_IMPLS = ("rows", "inner")
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,10 @@ class Choice:
 
 @dataclass(frozen=True)
 class Term:
-    """Bytes a node moves as a function of (its input root's choice, its own choice)."""
+    """Bytes moved as a function of the choices of ``nodes`` (in that order)."""
 
-    root: int | None
-    cost: Callable[[Choice | None, Choice], int]
+    nodes: tuple[int, ...]
+    cost: Callable[..., int]
 
 
 @dataclass
@@ -103,7 +103,7 @@ class UpdateHistory:
 # ---- choices ----------------------------------------------------------------------------
 def choices(program: Program, node: Node, nworkers: int, allow_dup: bool) -> list[Choice]:
     """The node group's tiling nodes, cut into ``nworkers`` pieces."""
-    if node.op == "filter":
+    if node.op == "filter":  # its row tiles stay where the rows of the input were
         return [Choice(Tiling.row(node.shape, nworkers))]
     tilings = candidates(node.shape, nworkers)
     fixed = node.params.get("tiling") if node.op == "source" else None
@@ -112,7 +112,8 @@ def choices(program: Program, node: Node, nworkers: int, allow_dup: bool) -> lis
     if allow_dup:
         tilings.append(Tiling.duplicated(node.shape))
     if node.op == "dot":
-        return [Choice(t, impl) for impl in DOT_IMPLS for t in tilings]
+        impls = DOT_IMPLS if len(program[node.inputs[0]].shape) == 2 else ("inner",)
+        return [Choice(t, impl) for impl in impls for t in tilings]
     return [Choice(t) for t in tilings]
 
 
@@ -124,101 +125,151 @@ def dup_memory(node: Node, nworkers: int) -> int:
 # ---- profiles ---------------------------------------------------------------------------
 def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory) -> list[Term]:
     """The cost terms of ``node``."""
-    P = nworkers
+    P, me, op = nworkers, node.id, node.op
     if node.is_view:
         return []
-    if node.op == "source":
+    if op == "source":
         fixed = node.params["tiling"]
         if fixed is None:
             return []
-        return [Term(None, lambda _r, c: _retile(node.shape, node.itemsize, fixed, c.tiling, P))]
-    inputs = [_Input.of(program, i) for i in node.inputs]
-    if node.op == "map":
+        return [Term((me,), lambda c: _retile(node.shape, node.itemsize, fixed, c.tiling, P))]
+    xs = [_Input.of(program, i) for i in node.inputs]
+    if op == "map":
         return [
             Term(
-                x.root,
-                lambda r, c, x=x: _map_read(x.key, r.tiling, node.shape, c.tiling, P),
+                (x.root, me), lambda r, c, x=x: _map_read(x.key, r.tiling, node.shape, c.tiling, P)
             )
-            for x in inputs
+            for x in xs
         ]
-    if node.op == "fold":
-        (x,) = inputs
-        axis = node.params["axis"]
+    if op == "fold":
+        (x,) = xs
+        axes, partial = node.params["axes"], node.params["partial_itemsize"]
         return [
             Term(
-                x.root,
-                lambda r, c: _fold(x.key, r.tiling, axis, node.shape, node.itemsize, c.tiling, P),
+                (x.root, me),
+                lambda r, c: _fold(x.key, r.tiling, axes, node.shape, partial, c.tiling, P),
             )
         ]
-    if node.op == "scan":
-        (x,) = inputs
+    if op == "scan":
+        (x,) = xs
         axis = node.params["axis"]
-        return [Term(x.root, lambda r, c: _scan(x.key, r.tiling, axis, node.itemsize, c.tiling, P))]
-    if node.op == "filter":
-        return [Term(x.root, lambda r, _c, x=x: _filter_read(x.key, r.tiling, P)) for x in inputs]
-    if node.op == "concatenate":
-        axis = node.params["axis"]
-        offsets = np.cumsum([0] + [x.shape[axis] for x in inputs])
         return [
             Term(
-                x.root,
+                (x.root, me), lambda r, c: _scan(x.key, r.tiling, axis, node.itemsize, c.tiling, P)
+            )
+        ]
+    if op == "filter":
+        x, mask = xs
+        return [
+            Term((x.root,), lambda r: _filter_read(x.key, r.tiling, x.key, r.tiling, P)),
+            Term(
+                (x.root, mask.root),
+                lambda r, m: _filter_read(x.key, r.tiling, mask.key, m.tiling, P),
+            ),
+        ]
+    if op == "reshape":
+        (x,) = xs
+        return [
+            Term(
+                (x.root, me),
+                lambda r, c: _reshape(x.shape, node.itemsize, r.tiling, node.shape, c.tiling, P),
+            )
+        ]
+    if op == "concatenate":
+        axis = node.params["axis"]
+        offsets = np.cumsum([0] + [x.shape[axis] for x in xs])
+        return [
+            Term(
+                (x.root, me),
                 lambda r, c, x=x, off=int(off): _concat_read(
                     x.key, r.tiling, axis, off, node.shape, c.tiling, P
                 ),
             )
-            for x, off in zip(inputs, offsets)
-        ]
-    if node.op == "reshape":
-        (x,) = inputs
-        return [
-            Term(
-                x.root,
-                lambda r, c: _reshape(x.shape, node.itemsize, r.tiling, node.shape, c.tiling, P),
-            )
+            for x, off in zip(xs, offsets)
         ]
     factor = history.factor(node.params.get("site"))
-    if node.op == "join_update":
-        axes = node.params["axes"]
-        groups = _groups([x.shape for x in inputs], axes, P)
-        update_axis = node.params["update_axis"]
-        terms = [
-            Term(x.root, lambda r, _c, x=x, a=a: _join_read(x.key, r.tiling, a, groups, P))
-            for x, a in zip(inputs, axes)
-        ]
-        terms.append(
-            Term(
-                None,
-                lambda _r, c: round(
-                    factor
-                    * _join_update(node.shape, node.itemsize, c.tiling, update_axis, groups, P)
-                ),
-            )
+    if op == "join_update":
+        return _join_terms(node, xs, node.params["axes"], node.params["update_axis"], factor, P)
+    if op == "dot":
+        return _dot_terms(node, xs, factor, P)
+    raise ValueError(f"no cost profile for operator {op!r}")
+
+
+def _join_terms(
+    node: Node,
+    xs: list[_Input],
+    axes: Sequence[int],
+    update_axis: int | None,
+    factor: float,
+    P: int,
+) -> list[Term]:
+    me = node.id
+    f = next((i for i, a in enumerate(axes) if a >= 0), None)
+
+    def update(tasks: tuple, c: Choice) -> int:
+        return round(
+            factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
         )
-        return terms
-    if node.op == "dot":
-        x, y = inputs
-        k = x.shape[-1]
-        inner_groups = max(1, min(P, k))
-        inner_axes = (len(x.shape) - 1, 0)
 
-        def read(r: Choice, c: Choice, inp: _Input, operand: int) -> int:
-            if c.impl == "outer":
-                return _dot_read(inp.key, r.tiling, operand, node.shape, c.tiling, P)
-            return _join_read(inp.key, r.tiling, inner_axes[operand], inner_groups, P)
-
-        def update(_r: Choice | None, c: Choice) -> int:
-            if c.impl == "outer":
-                return 0
-            return round(
-                factor * _join_update(node.shape, node.itemsize, c.tiling, None, inner_groups, P)
-            )
-
-        return [
-            Term(x.root, lambda r, c: read(r, c, x, 0)),
-            Term(y.root, lambda r, c: read(r, c, y, 1)),
-            Term(None, update),
+    if f is None:  # every input whole: one task on worker 0
+        tasks = (1, (0,))
+        terms = [
+            Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks, P))
+            for x, a in zip(xs, axes)
         ]
-    raise ValueError(f"no cost profile for operator {node.op!r}")
+        return terms + [Term((me,), lambda c: update(tasks, c))]
+    first, fa = xs[f], axes[f]
+    terms = [
+        Term(
+            (first.root,),
+            lambda r: _join_read(
+                first.key, r.tiling, fa, _join_tasks(first.key, fa, r.tiling, P), P
+            ),
+        )
+    ]
+    for i, (x, a) in enumerate(zip(xs, axes)):
+        if i != f:
+            terms.append(
+                Term(
+                    (first.root, x.root),
+                    lambda rf, r, x=x, a=a: _join_read(
+                        x.key, r.tiling, a, _join_tasks(first.key, fa, rf.tiling, P), P
+                    ),
+                )
+            )
+    terms.append(
+        Term((first.root, me), lambda rf, c: update(_join_tasks(first.key, fa, rf.tiling, P), c))
+    )
+    return terms
+
+
+def _dot_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term]:
+    """The join_update of the chosen algorithm: ``rows`` joins X's rows with all of Y
+    and writes output rows; ``inner`` joins X's columns with Y's rows, whole outputs."""
+    me = node.id
+    x, y = xs
+    inner_axes = (len(x.shape) - 1, 0)
+
+    def axes(c: Choice) -> tuple[int, int]:
+        return (0, -1) if c.impl == "rows" else inner_axes
+
+    def tasks(rx: Choice, c: Choice) -> tuple:
+        return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
+
+    def update(rx: Choice, c: Choice) -> int:
+        update_axis = 0 if c.impl == "rows" else None
+        return round(
+            factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks(rx, c), P)
+        )
+
+    return [
+        Term((x.root, me), lambda rx, c: _join_read(x.key, rx.tiling, axes(c)[0], tasks(rx, c), P)),
+        Term(
+            (x.root, y.root, me),
+            lambda rx, ry, c: _join_read(y.key, ry.tiling, axes(c)[1], tasks(rx, c), P),
+        ),
+        Term((x.root, me), update),
+    ]
 
 
 @dataclass(frozen=True)
@@ -226,7 +277,7 @@ class _Input:
     """An input as its cost functions see it: the root node and the view onto it."""
 
     root: int
-    key: tuple  # (root shape, itemsize, view or None, own shape): hashable for the caches
+    key: tuple  # (root shape, root itemsize, view or None, own shape): hashable for caches
     shape: tuple[int, ...]
 
     @classmethod
@@ -237,21 +288,31 @@ class _Input:
         return cls(root, (rn.shape, rn.itemsize, vm, shape), shape)
 
 
-def _groups(shapes: Sequence[tuple[int, ...]], axes: Sequence[int], nworkers: int) -> int:
-    lengths = [s[a] for s, a in zip(shapes, axes) if a >= 0]
-    return max(1, min([nworkers, *lengths])) if lengths else 1
-
-
-def _pieces(key: tuple, root_tiling: Tiling, nworkers: int) -> Layout:
-    root_shape, _, vm, _ = key
-    if vm is None:
-        return layout(root_shape, root_tiling, nworkers)
-    return view_layout(vm, root_shape, root_tiling, nworkers)
-
-
 def _read(key: tuple, root_tiling: Tiling, boxes: np.ndarray, workers: np.ndarray, P: int) -> int:
+    """Bytes fetched when ``workers[i]`` reads ``boxes[i]`` of an input (through its view)."""
     root_shape, itemsize, vm, _ = key
     return strided_read_bytes(root_shape, itemsize, root_tiling, selections(boxes, vm), workers, P)
+
+
+def _grid(key: tuple, root_t: Tiling) -> Tiling:
+    """The tiling readers of an input see: the root's, a view's induced one."""
+    root_shape, _, vm, shape = key
+    if vm is None:
+        return root_t
+    return induced_tiling(vm, root_shape, root_t)
+
+
+@lru_cache(maxsize=65536)
+def _task_grid(key: tuple, root_t: Tiling, P: int) -> tuple[Layout, int]:
+    """Tasks that run per input tile (fold, scan): their boxes and workers, and the bytes
+    they fetch. A duplicated input is handled by one task on worker 0."""
+    shape = key[3]
+    if root_t.replicated:
+        boxes = np.zeros((1, len(shape), 2), dtype=np.int64)
+        boxes[0, :, 1] = shape
+        return (boxes, np.zeros(1, dtype=np.int64)), 0
+    grid = layout(shape, _grid(key, root_t), P)
+    return grid, _read(key, root_t, grid[0], grid[1], P)
 
 
 @lru_cache(maxsize=65536)
@@ -264,8 +325,7 @@ def _retile(shape: tuple, itemsize: int, src: Tiling, dst: Tiling, P: int) -> in
 def _map_read(key: tuple, root_t: Tiling, out_shape: tuple, out_t: Tiling, P: int) -> int:
     boxes, workers = layout(out_shape, out_t, P)
     in_shape = key[3]
-    lead = len(out_shape) - len(in_shape)
-    boxes = boxes[:, lead:, :].copy()
+    boxes = boxes[:, len(out_shape) - len(in_shape) :, :].copy()
     for j, n in enumerate(in_shape):
         if n == 1:
             boxes[:, j] = (0, 1)
@@ -273,46 +333,17 @@ def _map_read(key: tuple, root_t: Tiling, out_shape: tuple, out_t: Tiling, P: in
 
 
 @lru_cache(maxsize=65536)
-def _dot_read(
-    key: tuple, root_t: Tiling, operand: int, out_shape: tuple, out_t: Tiling, P: int
-) -> int:
-    """Operand reads of ``outer`` dot: X's rows and Y's columns of each output tile."""
-    boxes, workers = layout(out_shape, out_t, P)
-    in_shape = key[3]
-    reads = np.zeros((len(boxes), len(in_shape), 2), dtype=np.int64)
-    reads[:, :, 1] = in_shape
-    if operand == 0 and len(in_shape) == 2:
-        reads[:, 0] = boxes[:, 0]
-    elif operand == 1 and len(in_shape) == 2:
-        reads[:, 1] = boxes[:, -1]
-    return _read(key, root_t, reads, workers, P)
-
-
-@lru_cache(maxsize=65536)
 def _fold(
-    key: tuple,
-    root_t: Tiling,
-    axis: int | None,
-    out_shape: tuple,
-    itemsize: int,
-    out_t: Tiling,
-    P: int,
+    key: tuple, root_t: Tiling, axes: tuple, out_shape: tuple, itemsize: int, out_t: Tiling, P: int
 ) -> int:
-    if root_t.replicated:
-        return 0
-    boxes, workers = _pieces(key, root_t, P)
-    if axis is None:
-        partial = boxes[:, :0, :]
-    else:
-        partial = np.delete(boxes, axis, axis=1)
-    return cross_overlap((partial, workers), layout(out_shape, out_t, P)) * itemsize
+    (boxes, workers), read = _task_grid(key, root_t, P)
+    partial = np.delete(boxes, list(axes), axis=1)
+    return read + cross_overlap((partial, workers), layout(out_shape, out_t, P)) * itemsize
 
 
 @lru_cache(maxsize=65536)
 def _scan(key: tuple, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P: int) -> int:
-    if root_t.replicated:
-        return 0
-    boxes, workers = _pieces(key, root_t, P)
+    (boxes, workers), read = _task_grid(key, root_t, P)
     before = boxes[None, :, axis, 1] <= boxes[:, None, axis, 0]  # [p, q]: q precedes p
     others = np.delete(boxes, axis, axis=1)
     lo = np.maximum(others[:, None, :, 0], others[None, :, :, 0])
@@ -321,13 +352,16 @@ def _scan(key: tuple, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P
     remote = workers[:, None] != workers[None, :]
     prefix = int(shared[before & remote].sum())
     retile = cross_overlap(layout(key[3], out_t, P), (boxes, workers))
-    return (prefix + retile) * itemsize
+    return read + (prefix + retile) * itemsize
 
 
 @lru_cache(maxsize=65536)
-def _filter_read(key: tuple, root_t: Tiling, P: int) -> int:
-    shape = key[3]
-    boxes, workers = layout(shape, Tiling.row(shape, P), P)
+def _filter_read(grid_key: tuple, grid_root_t: Tiling, key: tuple, root_t: Tiling, P: int) -> int:
+    """``key``'s reads in the row grid of the filtered array (as many rows as it has tiles)."""
+    shape = grid_key[3]
+    t = _grid(grid_key, grid_root_t)
+    pieces = 1 if t.replicated or not shape else t.ntiles
+    boxes, workers = layout(shape, Tiling.row(shape, pieces), P)
     return _read(key, root_t, boxes, workers, P)
 
 
@@ -343,7 +377,25 @@ def _concat_read(
     return _read(key, root_t, boxes[keep], workers[keep], P)
 
 
+@lru_cache(maxsize=65536)
+def _join_tasks(key: tuple, axis: int, root_t: Tiling, P: int) -> tuple[int, tuple[int, ...]]:
+    """(groups, worker of each group) of a join whose first joined input is ``key``."""
+    shape = key[3]
+    t = _grid(key, root_t)
+    n = shape[axis]
+    groups = t.cuts[axis] if not t.replicated and t.cuts[axis] > 1 else max(1, min(n, P))
+    if t.replicated or key[2] is not None:
+        return groups, tuple(g * P // groups for g in range(groups))
+    workers = []
+    for g in range(groups):
+        corner = tuple((g * n // groups if d == axis else 0, 0) for d in range(len(shape)))
+        idx = tuple(piece_of(lo, s, c) for (lo, _), s, c in zip(corner, shape, t.cuts))
+        workers.append(t.worker_of(idx, P))
+    return groups, tuple(workers)
+
+
 def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
+    """Slab ``g`` of ``groups`` along ``axis`` (``None``: the whole array) per group."""
     boxes = np.zeros((groups, len(shape), 2), dtype=np.int64)
     boxes[:, :, 1] = shape
     if axis is not None:
@@ -353,21 +405,19 @@ def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
     return boxes
 
 
-def _group_workers(groups: int, P: int) -> np.ndarray:
-    return np.arange(groups, dtype=np.int64) * P // groups
-
-
 @lru_cache(maxsize=65536)
-def _join_read(key: tuple, root_t: Tiling, axis: int, groups: int, P: int) -> int:
+def _join_read(key: tuple, root_t: Tiling, axis: int, tasks: tuple, P: int) -> int:
+    groups, workers = tasks
     boxes = _slabs(key[3], None if axis == -1 else axis, groups)
-    return _read(key, root_t, boxes, _group_workers(groups, P), P)
+    return _read(key, root_t, boxes, np.asarray(workers, dtype=np.int64), P)
 
 
 @lru_cache(maxsize=65536)
 def _join_update(
-    out_shape: tuple, itemsize: int, out_t: Tiling, update_axis: int | None, groups: int, P: int
+    out_shape: tuple, itemsize: int, out_t: Tiling, update_axis: int | None, tasks: tuple, P: int
 ) -> int:
-    regions = (_slabs(out_shape, update_axis, groups), _group_workers(groups, P))
+    groups, workers = tasks
+    regions = (_slabs(out_shape, update_axis, groups), np.asarray(workers, dtype=np.int64))
     return cross_overlap(regions, layout(out_shape, out_t, P)) * itemsize
 
 
@@ -398,7 +448,7 @@ def _group_overlap(
         lo, hi = ob[go[0]]
         sub = [ib[a] for a in gi]
         dims = [in_shape[a] for a in gi]
-    else:  # a split: one input axis, so the input box is an interval in C order
+    else:  # a split (or a unit axis): one input axis, an interval in C order
         (a,) = gi
         lo, hi = ib[a]
         sub = [ob[a2] for a2 in go]

@@ -165,17 +165,28 @@ class Program:
         return self._add("map", shape, size, [n.id for n in nodes], name)
 
     def fold(
-        self, x: int, axis: int | None = None, itemsize: int | None = None, name: str = ""
+        self,
+        x: int,
+        axis: int | Sequence[int] | None = None,
+        itemsize: int | None = None,
+        partial_itemsize: int | None = None,
+        name: str = "",
     ) -> int:
-        """Reduce along ``axis`` (``None``: all axes, a scalar)."""
+        """Reduce over ``axis`` (an int, a tuple, or ``None`` for all: a scalar).
+        Partials travel with ``partial_itemsize`` bytes per element (default: output's)."""
         n = self._input(x)
+        nd = len(n.shape)
         if axis is None:
-            shape: tuple[int, ...] = ()
+            axes = tuple(range(nd))
         else:
-            axis = _axis(axis, len(n.shape))
-            shape = n.shape[:axis] + n.shape[axis + 1 :]
+            raw = (axis,) if isinstance(axis, int) or np.ndim(axis) == 0 else tuple(axis)
+            axes = tuple(sorted(_axis(a, nd) for a in raw))
+            if len(set(axes)) != len(axes):
+                raise ValueError("duplicate value in 'axis'")
+        shape = tuple(s for i, s in enumerate(n.shape) if i not in axes)
         size = n.itemsize if itemsize is None else _itemsize(itemsize)
-        return self._add("fold", shape, size, [n.id], name, axis=axis)
+        partial = size if partial_itemsize is None else _itemsize(partial_itemsize)
+        return self._add("fold", shape, size, [n.id], name, axes=axes, partial_itemsize=partial)
 
     def scan(self, x: int, axis: int, itemsize: int | None = None, name: str = "") -> int:
         """Cumulative reduction along ``axis``; same shape as ``x``."""

@@ -33,26 +33,42 @@ ENUMERATION_LIMIT = 1 << 25
 
 
 class _Adjacency:
-    """Per var: its own choice costs and the edge tables oriented [own, other]."""
+    """Per var: its own choice costs and the tables of the factors it shares."""
 
     def __init__(self, graph: TilingGraph) -> None:
         n = graph.nvars
         self.unary = [np.zeros(len(c), dtype=np.int64) for c in graph.choices]
-        self.edges: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n)]
+        self.shared: list[list[tuple[tuple[int, ...], np.ndarray]]] = [[] for _ in range(n)]
         for f in graph.factors:
             if len(f.scope) == 1:
                 self.unary[f.scope[0]] += f.table
             else:
-                u, v = f.scope
-                self.edges[u].append((v, f.table))
-                self.edges[v].append((u, f.table.T))
+                for v in f.scope:
+                    self.shared[v].append((f.scope, f.table))
 
     def local(self, v: int, assign: list[int]) -> np.ndarray:
         """Cost of each choice of ``v`` given the others' choices."""
         total = self.unary[v].copy()
-        for u, t in self.edges[v]:
-            total += t[:, assign[u]]
+        for scope, t in self.shared[v]:
+            total += t[tuple(slice(None) if u == v else assign[u] for u in scope)]
         return total
+
+    def pair(self, u: int, v: int, assign: list[int]) -> np.ndarray:
+        """Cost of each (choice of ``u``, choice of ``v``) given the others' choices."""
+        table = self.unary[u][:, None] + self.unary[v][None, :]
+        seen = set()
+        for scope, t in self.shared[u] + self.shared[v]:
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            sub = t[tuple(slice(None) if w in (u, v) else assign[w] for w in scope)]
+            if u in scope and v in scope:
+                table = table + (sub if scope.index(u) < scope.index(v) else sub.T)
+            elif u in scope:
+                table = table + sub[:, None]
+            else:
+                table = table + sub[None, :]
+        return table
 
 
 def _allowed(graph: TilingGraph, budget: int) -> list[np.ndarray]:
@@ -75,8 +91,9 @@ def greedy(graph: TilingGraph, budget: int) -> list[int]:
             if graph.memory[v][c] > left:
                 continue
             cost = adj.unary[v][c]
-            for u, t in adj.edges[v]:
-                cost += t[c, allowed[u]].min()
+            for scope, t in adj.shared[v]:
+                sub = t[np.ix_(*([c] if u == v else allowed[u] for u in scope))]
+                cost += sub.min()
             if cost < best_cost:
                 best, best_cost = int(c), cost
         assign[v] = best
@@ -92,7 +109,7 @@ def improve(
     """Descend from ``assign`` with group and edge moves, then perturb and descend
     again ``rounds`` times (default: 4 per var), keeping the best."""
     adj = _Adjacency(graph)
-    pairs = sorted({(min(f.scope), max(f.scope)) for f in graph.factors if len(f.scope) == 2})
+    pairs = sorted({(u, v) for f in graph.factors for u in f.scope for v in f.scope if u < v})
     best = _descend(graph, adj, pairs, list(assign), budget)
     best_cost = graph.cost(best)
     rng = random.Random(seed)
@@ -131,14 +148,9 @@ def _descend(
                 assign[v] = c
                 changed = True
         for u, v in pairs:
-            # joint move of both ends of an edge: the table over (u, v) given the rest
+            # joint move of two groups that share a factor, the rest held
             old_u, old_v = assign[u], assign[v]
-            table = adj.unary[u][:, None] + adj.unary[v][None, :]
-            for w, t in adj.edges[u]:
-                table = table + (t if w == v else t[:, assign[w]][:, None])
-            for w, t in adj.edges[v]:
-                if w != u:
-                    table = table + t[:, assign[w]][None, :]
+            table = adj.pair(u, v, assign)
             room = budget - used + mem[u][old_u] + mem[v][old_v]
             ok = mem[u][:, None] + mem[v][None, :] <= room
             table = np.where(ok, table, np.iinfo(np.int64).max)
