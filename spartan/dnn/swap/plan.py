@@ -45,8 +45,8 @@ class InfeasiblePlan(ValueError):
 class SwapPlan:
     """An augmented graph: ``kind[i]`` (COMPUTE/SWAP_IN/SWAP_OUT), ``ref[i]`` (op id or
     tensor id), ``deps[i]`` (earlier node ids), ``duration[i]`` seconds, ``place[i]``
-    (tensors put into pool objects by node i), ``release[i]`` (tensors leaving the device
-    once node i is done). ``initial`` maps the tensors resident when the iteration starts
+    (tensors put into pool objects by node i), ``release[i]`` (tensors and the objects they
+    leave once node i is done; a dropped tensor may already have a newer copy elsewhere). ``initial`` maps the tensors resident when the iteration starts
     to their objects; ``object_sizes`` is the pool (None for a byte-budget pool)."""
 
     workload: Workload
@@ -56,7 +56,7 @@ class SwapPlan:
     deps: list[list[int]] = field(default_factory=list)
     duration: list[float] = field(default_factory=list)
     place: list[list[tuple[int, Slot | None]]] = field(default_factory=list)
-    release: list[list[int]] = field(default_factory=list)
+    release: list[list[tuple[int, Slot | None]]] = field(default_factory=list)
     initial: dict[int, Slot | None] = field(default_factory=dict)
     object_sizes: tuple[int, ...] | None = None
     object_counts: tuple[int, ...] | None = None

@@ -183,6 +183,8 @@ class _Pass:
         return None, deps
 
     def give(self, t: int, rel: int) -> None:
+        if rel >= 0:
+            self.plan.release[rel].append((t, self.slot[t]))
         if self.budget is None:
             k, j = self.slot[t]
             self.free[k].append((j, rel))
@@ -259,9 +261,6 @@ class _Pass:
             rel = self.plan.add(SWAP_OUT, v, [rel] if rel >= 0 else [], self.wl.transfer_time(v))
             self.so_node[v] = rel
             self.host_valid[v] = True
-            self.plan.release[rel].append(v)
-        else:
-            self.plan.release[rel].append(v)
         self.give(v, rel)
 
     def acquire(
@@ -328,7 +327,6 @@ class _Pass:
                 self.version[t] += 1
                 nxt = self.next_use(t)
                 if nxt == INF and not wl.persistent[t] and not wl.keep[t]:
-                    plan.release[node].append(t)
                     self.give(t, node)
                 elif t in offload and forward and nxt != INF and wl.backward[self.schedule[nxt]]:
                     self.evict(t)
@@ -352,7 +350,7 @@ class _Pass:
         for t in sorted(self.end_resident - start):
             if not self.host_valid[t]:
                 n = plan.add(SWAP_OUT, t, [self.last_node[t]], self.wl.transfer_time(t))
-                plan.release[n].append(t)
+                plan.release[n].append((t, self.slot[t]))
         plan.initial = {t: s for t, s in plan.initial.items() if t in start}
         plan.label = label
         return plan
