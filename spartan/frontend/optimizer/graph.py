@@ -16,6 +16,7 @@ A join stage is its factors over (first joined input, other input) for the reads
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from spartan.frontend.optimizer.profiles import (
     profile,
 )
 from spartan.frontend.optimizer.program import Program
+from spartan.tiling import Tiling
 
 
 @dataclass(frozen=True)
@@ -58,20 +60,39 @@ class TilingGraph:
         nworkers: int,
         dup_budget_bytes: int = 0,
         history: UpdateHistory | None = None,
+        pieces: int | None = None,
+        fixed: Mapping[int, Choice | Tiling] | None = None,
     ) -> TilingGraph:
+        """The graph of ``program`` on ``nworkers`` workers; candidate tilings cut
+        ``pieces`` tiles (default: one per worker). Nodes in ``fixed`` keep that one
+        choice (user-set tilings); their duplication is not charged to the budget."""
         if nworkers < 1:
             raise ValueError(f"nworkers must be >= 1, got {nworkers}")
         if dup_budget_bytes < 0:
             raise ValueError(f"dup_budget_bytes must be >= 0, got {dup_budget_bytes}")
+        pieces = nworkers if pieces is None else pieces
+        if pieces < 1:
+            raise ValueError(f"pieces must be >= 1, got {pieces}")
         history = history or UpdateHistory()
+        fixed = dict(fixed or {})
         nodes = [n.id for n in program if not n.is_view]
         var_of = {nid: v for v, nid in enumerate(nodes)}
+        for nid, c in fixed.items():
+            if nid not in var_of:
+                raise ValueError(f"node {nid} is a view or not in the program; it has no tiling")
+            c = c if isinstance(c, Choice) else Choice(c)
+            c.tiling.check(program[nid].shape)
+            fixed[nid] = c
         chs, mem = [], []
         for nid in nodes:
             node = program[nid]
+            if nid in fixed:
+                chs.append([fixed[nid]])
+                mem.append(np.zeros(1, dtype=np.int64))
+                continue
             dup = dup_memory(node, nworkers)
             allow = nworkers > 1 and node.op != "filter" and 0 < dup <= dup_budget_bytes
-            cs = choices(program, node, nworkers, allow)
+            cs = choices(program, node, pieces, allow)
             chs.append(cs)
             mem.append(np.array([dup if c.tiling.replicated else 0 for c in cs], dtype=np.int64))
         factors = []

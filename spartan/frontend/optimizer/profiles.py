@@ -101,11 +101,11 @@ class UpdateHistory:
 
 
 # ---- choices ----------------------------------------------------------------------------
-def choices(program: Program, node: Node, nworkers: int, allow_dup: bool) -> list[Choice]:
-    """The node group's tiling nodes, cut into ``nworkers`` pieces."""
+def choices(program: Program, node: Node, pieces: int, allow_dup: bool) -> list[Choice]:
+    """The node group's tiling nodes: candidate tilings of ``pieces`` tiles."""
     if node.op == "filter":  # its row tiles stay where the rows of the input were
-        return [Choice(Tiling.row(node.shape, nworkers))]
-    tilings = candidates(node.shape, nworkers)
+        return [Choice(Tiling.row(node.shape, pieces))]
+    tilings = candidates(node.shape, pieces)
     fixed = node.params.get("tiling") if node.op == "source" else None
     if fixed is not None and fixed not in tilings:
         tilings.append(fixed)
