@@ -175,6 +175,7 @@ class _Device:
         self.xp = xp
         self.plan = plan
         self.graph = graph
+        self.res = _Residency(plan)  # validates the plan's pool first
         wl = plan.workload
         self.tensors = [graph.tensors[n] for n in wl.tensor_names]
         self.objects = {
@@ -184,7 +185,6 @@ class _Device:
             )
             for j in range(count)
         }
-        self.res = _Residency(plan)
         self.tid = {n: i for i, n in enumerate(wl.tensor_names)}
 
     def view(self, t: int, slot: Slot) -> Any:

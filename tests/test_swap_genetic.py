@@ -1,0 +1,116 @@
+"""SwapAdvisor genetic operators and search."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_swap_planner import random_case
+
+from spartan.dnn.swap import PoolModel, is_topological
+from spartan.dnn.swap.genetic import (
+    Chromosome,
+    GAConfig,
+    crossover_allocations,
+    crossover_schedules,
+    evaluate,
+    mutate_allocation,
+    mutate_schedule,
+    search,
+    select,
+)
+from spartan.dnn.swap.pool import Allocation
+from spartan.dnn.swap.worked_examples import figure1_workload
+
+
+def _succs(wl):
+    succs = [[] for _ in range(wl.n_ops)]
+    for o, ps in enumerate(wl.op_preds):
+        for q in ps:
+            succs[q].append(o)
+    return succs
+
+
+def test_schedule_crossover_paper_example():
+    c1, c2 = crossover_schedules([1, 2, 3, 4, 5], [2, 3, 4, 1, 5], 3)
+    assert c1 == [2, 3, 4, 1, 5]
+    assert c2 == [1, 2, 3, 4, 5]
+
+
+class _FourSizes:
+    """A PoolModel stand-in with the paper's sizes 1..4 MB, 12 MB and no op minimum."""
+
+    ts = (1, 2, 3, 4)
+
+    def repair(self, cls, cnt):
+        from spartan.dnn.swap.pool import object_sizes, repair_cls, repair_cnt
+
+        cls = repair_cls(cls)
+        sizes = object_sizes(self.ts, cls)
+        return Allocation(cls, repair_cnt(cnt, sizes, 12, [1] * len(sizes)))
+
+
+def test_allocation_crossover_paper_example():
+    a1 = Allocation((0, 0, 0, 0), (4,))
+    a2 = Allocation((0, 1, 1, 1), (8, 1))
+    c1, c2 = crossover_allocations(a1, a2, 2, _FourSizes())
+    assert c1.cls == (0, 1, 1, 1)  # [1,2,1,1] repaired to [1,2,2,2] (1-based)
+    assert c2.cls == (0, 0, 1, 1)
+    assert c1.cnt == (4, 2)  # EXT [8,1,4,4] -> CNT [8,3] (20 MB) -> repaired at 12 MB
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.floats(0.0, 1.0))
+def test_operators_keep_schedules_topological_and_pools_fitting(seed, p):
+    wl, sched, alloc = random_case(seed)
+    rng = random.Random(seed)
+    succs = _succs(wl)
+    other = mutate_schedule(wl.default_schedule(), wl.op_preds, succs, 1.0, rng)
+    for child in crossover_schedules(sched, other, rng.randrange(1, wl.n_ops + 1)):
+        assert is_topological(wl, child)
+        assert is_topological(wl, mutate_schedule(child, wl.op_preds, succs, p, rng))
+    if alloc is None:
+        return
+    pm = PoolModel(wl)
+    mutant = mutate_allocation(alloc, p, rng, pm)
+    assert pm.bytes(mutant) <= wl.capacity
+    assert all(c >= m for c, m in zip(mutant.cnt, pm.minimum_counts(mutant.cls)))
+    other_alloc = pm.random(rng)
+    if other_alloc is not None and len(pm.ts) > 1:
+        for child in crossover_allocations(alloc, other_alloc, rng.randrange(1, len(pm.ts)), pm):
+            assert child is None or pm.bytes(child) <= wl.capacity
+
+
+def test_mutation_with_zero_probability_is_identity():
+    wl, sched, _ = random_case(7)
+    assert mutate_schedule(sched, wl.op_preds, _succs(wl), 0.0, random.Random(0)) == sched
+
+
+def test_selection_prefers_faster_and_drops_infeasible():
+    rng = random.Random(0)
+    times = [1.0, 2.0, float("inf"), 1.5]
+    picks = [0, 0, 0, 0]
+    for _ in range(2000):
+        for i in select([None] * 4, times, 2, 1.0, rng):
+            picks[i] += 1
+    assert picks[2] == 0
+    assert picks[0] > picks[3] > picks[1]
+
+
+def test_search_finds_the_figure1_optimum():
+    wl = figure1_workload()
+    result = search(wl, GAConfig(population=8, max_generations=15, workers=1, seed=3))
+    assert result.best_time == 6.0  # compute-bound: every copy hidden
+    assert is_topological(wl, result.best.schedule)
+    assert [g.best for g in result.history] == sorted(
+        (g.best for g in result.history), reverse=True
+    )
+    assert result.plan(wl).iteration_time() == 6.0
+
+
+def test_parallel_search_matches_serial_scores():
+    wl, _, alloc = random_case(11)
+    cfg = dict(population=8, max_generations=3, seed=5, budget_s=60)
+    serial = search(wl, GAConfig(workers=1, **cfg))
+    parallel = search(wl, GAConfig(workers=2, **cfg))
+    assert serial.best_time == parallel.best_time
+    assert evaluate(wl, Chromosome(serial.best.schedule, serial.best.alloc)) == serial.best_time
