@@ -67,6 +67,18 @@ def test_simulate_agrees_with_shared_simulator(tg: TaskGraph, k: int, data: st.D
         assert ours.start[i] == pytest.approx(ref.start[name])
 
 
+@settings(max_examples=40, deadline=None)
+@given(small_graphs(), st.data())
+def test_renaming_devices_changes_nothing(tg: TaskGraph, data: st.DataObject) -> None:
+    # Exhaustive search enumerates placements up to device renaming; this is why it may.
+    a = tg.colocate(np.array(data.draw(st.lists(st.integers(0, 2), min_size=tg.n, max_size=tg.n))))
+    perm = np.array(data.draw(st.permutations([0, 1, 2])))
+    machine = Machine(3, memory=1e9, link_bw=20.0, latency=0.05)
+    out, renamed = simulate(tg, a, machine), simulate(tg, perm[a], machine)
+    assert renamed.makespan == out.makespan
+    assert renamed.peak[perm].tolist() == out.peak.tolist()
+
+
 @settings(max_examples=60, deadline=None)
 @given(small_graphs(), st.integers(1, 4))
 def test_makespan_bounded_below_by_critical_path(tg: TaskGraph, k: int) -> None:

@@ -80,6 +80,8 @@ def critical_path(tg: TaskGraph, edge_comm: Sequence[float]) -> tuple[list[int],
     tl, bl = levels(tg, edge_comm)
     wl = [t + b for t, b in zip(tl, bl)]
     length = max(wl)
-    # The entry of a critical path has the largest weighted level and top level 0.
-    start = min(range(tg.n), key=lambda v: (-wl[v], tl[v], v))
+    # The entry of a critical path has the largest weighted level (equal up to rounding along
+    # the path) and the smallest top level.
+    tol = 1e-9 * abs(length)
+    start = min((v for v in range(tg.n) if wl[v] >= length - tol), key=lambda v: (tl[v], v))
     return heaviest_path(tg, wl, start), length

@@ -9,7 +9,8 @@ consumer there. Nodes are then moved, cheapest ``move_cost / M_pot`` first (``mo
 node time + communication with same-device neighbours; a node whose ``M_pot`` alone covers
 the overflow is taken instead when its ``move_cost`` is lower — the thesis's two heaps), to
 the device that can take ``M_pot`` and communicates most with the node, until the overflow
-is covered. A moved node is never moved again, so at most ``|V|`` rounds run; the loop stops
+is covered. *(ours)* A copy of the node's output already living on the target is netted out
+of what the target must take, so moving a weight next to its remote copy counts as free. A moved node is never moved again, so at most ``|V|`` rounds run; the loop stops
 when no device overflows or no node can move.
 
 >>> from spartan.dnn.placement.generator import random_dnn
@@ -104,9 +105,16 @@ def repair_memory(
     machine: Machine,
     edge_comm: list[float] | None = None,
     max_rounds: int | None = None,
+    trial_simulations: int | None = None,
 ) -> tuple[np.ndarray, dict]:
     """Fit every device under ``machine.limit``; returns the new assignment and a summary
-    ``{"feasible", "moved", "rounds", "peak"}`` (``feasible`` False when nodes ran out)."""
+    ``{"feasible", "moved", "rounds", "trials", "peak"}`` (``feasible`` False when stuck).
+
+    When the greedy pass finds no device with room (e.g. every device overflows),
+    *(ours)* up to ``trial_simulations`` simulated trial moves look for the single move of a
+    candidate at the worst device's peak that most lowers the total overflow; such moves can
+    shrink memory overall by removing copies, which the greedy room test cannot see.
+    """
     a = tg.colocate(np.asarray(assign, dtype=np.int64))
     if edge_comm is None:
         edge_comm = machine.comm_time(tg.nbytes.astype(np.float64)).tolist() if tg.m else []
@@ -116,8 +124,11 @@ def repair_memory(
         refs_of.setdefault(int(tg.anchor[r]), []).append(r)
     comp = tg.comp.tolist()
     fixed = np.zeros(tg.n, dtype=bool)
-    moved = rounds = 0
+    moved = rounds = trials = 0
     max_rounds = tg.n if max_rounds is None else max_rounds
+    if trial_simulations is None:
+        trial_simulations = min(400, max(24, 2_000_000 // max(tg.n, 1)))
+    tried = np.zeros(tg.n, dtype=bool)  # moved by a trial: never tried again
     while True:
         out = simulate(tg, a, machine)
         over = out.peak - limit
@@ -126,6 +137,14 @@ def repair_memory(
         rounds += 1
         timeline = _Timeline(out, k)
         added = np.zeros(k)  # bytes moved onto each device this round
+        received = out.buf_kind == 2
+        copies: dict[tuple[int, int], int] = {}
+        for x, t, b in zip(
+            out.buf_node[received].tolist(),
+            out.buf_dev[received].tolist(),
+            out.buf_bytes[received].tolist(),
+        ):
+            copies[x, t] = copies.get((x, t), 0) + b
         progress = False
         for d in sorted(np.flatnonzero(over > 0).tolist(), key=lambda d: (-over[d], d)):
             charged = memory_potential(tg, a, out, d, timeline.peak_time(d))
@@ -150,17 +169,27 @@ def repair_memory(
                 taken.add(x)
                 _, lo, hi = charged[x]
                 room = [limit - added[t] - timeline.max_level(t, lo, hi) for t in range(k)]
-                target = _target(tg, a, group[x], d, pot[x], room, edge_comm, k)
+                # A copy of x's output already on t becomes x's own buffer there: not new bytes.
+                need = [pot[x] - copies.get((x, t), 0) for t in range(k)]
+                target = _target(tg, a, group[x], d, need, room, edge_comm, k)
                 fixed[x] = True
                 if target < 0:
                     continue
                 a[group[x]] = target
-                added[target] += pot[x]
+                added[target] += max(need[target], 0)
                 remaining -= pot[x]
                 moved += len(group[x])
                 progress = True
         if not progress:
-            break
+            if trials >= trial_simulations:
+                break
+            x, used = _trial_move(
+                tg, a, machine, out, timeline, refs_of, tried, trial_simulations - trials
+            )
+            trials += used
+            if x < 0:
+                break
+            moved += 1 + len(refs_of.get(x, ()))
     feasible = bool((out.peak <= limit).all())
     if not feasible:
         log.warning(
@@ -168,7 +197,63 @@ def repair_memory(
             int((out.peak - limit).max()),
             rounds,
         )
-    return a, {"feasible": feasible, "moved": moved, "rounds": rounds, "peak": out.peak}
+    return a, {
+        "feasible": feasible,
+        "moved": moved,
+        "rounds": rounds,
+        "trials": trials,
+        "peak": out.peak,
+    }
+
+
+def _overflow(peak: np.ndarray, limit: float) -> float:
+    return float(np.maximum(peak - limit, 0).sum())
+
+
+def _trial_move(
+    tg: TaskGraph,
+    a: np.ndarray,
+    machine: Machine,
+    out: SimOutcome,
+    timeline: _Timeline,
+    refs_of: dict[int, list[int]],
+    tried: np.ndarray,
+    budget: int,
+    width: int = 8,
+    targets: int = 3,
+) -> tuple[int, int]:
+    """Apply the simulated best single move lowering total overflow; returns (node or -1, sims)."""
+    limit, k = machine.limit, machine.devices
+    d = int(np.argmax(out.peak - limit))
+    t_peak = timeline.peak_time(d)
+    charged = memory_potential(tg, a, out, d, t_peak)
+    comp = tg.comp
+    cands = sorted(
+        (x for x in charged if not tried[x]), key=lambda x: (comp[x] / charged[x][0], x)
+    )[:width]
+    best = (_overflow(out.peak, limit), out.makespan, -1, -1)
+    sims = 0
+    others = sorted(
+        (t for t in range(k) if t != d), key=lambda t: (timeline.max_level(t, t_peak, t_peak), t)
+    )
+    for x in cands:
+        members = [x, *refs_of.get(x, ())]
+        for t in others[:targets]:
+            if sims >= budget:
+                break
+            trial = a.copy()
+            trial[members] = t
+            o = simulate(tg, trial, machine)
+            sims += 1
+            score = (_overflow(o.peak, limit), o.makespan, x, t)
+            if score < best:
+                best = score
+    x, t = best[2], best[3]
+    if x < 0:
+        return -1, sims
+    a[[x, *refs_of.get(x, ())]] = t
+    tried[x] = True
+    return x, sims
 
 
 def _move_cost(
@@ -194,19 +279,20 @@ def _target(
     a: np.ndarray,
     members: list[int],
     d: int,
-    need: float,
+    need: list[float],
     room: list[float],
     edge_comm: list[float],
     k: int,
 ) -> int:
-    """Device (not ``d``) with ``room`` for ``need`` bytes that communicates most with ``members``."""
+    """Device (not ``d``) with room for ``need[t]`` new bytes (or needing none) that
+    communicates most with ``members``; -1 when none fits."""
     talk = [0.0] * k
     for v in members:
         for u, e in zip(tg.succs[v], tg.succ_edges[v]):
             talk[a[u]] += edge_comm[e]
         for u, e in zip(tg.preds[v], tg.pred_edges[v]):
             talk[a[u]] += edge_comm[e]
-    fits = [t for t in range(k) if t != d and need <= room[t]]
+    fits = [t for t in range(k) if t != d and (need[t] <= 0 or need[t] <= room[t])]
     if not fits:
         return -1
-    return min(fits, key=lambda t: (-talk[t], -room[t], t))
+    return min(fits, key=lambda t: (need[t] - room[t] > 0, -talk[t], -room[t], t))

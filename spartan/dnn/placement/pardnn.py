@@ -12,7 +12,8 @@ Step 1 partitions for makespan:
    over nodes ordered by top level.
 3. **Refinement** — swap secondaries within a span when it improves balance plus
    communication, then up to ``K`` rounds of moving an endpoint of a cross-device
-   critical-path edge to the other endpoint's device when that shortens the path through it.
+   critical-path edge to the other endpoint's device when that shortens the path through it
+   (each pass kept only if the emulated schedule does not get slower — see :func:`refine`).
 
 Step 2 (:func:`~spartan.dnn.placement.memory.repair_memory`) fits every device within its
 memory minus 10% headroom on the emulated FIFO schedule.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -42,6 +44,7 @@ import numpy as np
 from spartan.dnn.placement.fenwick import Fenwick
 from spartan.dnn.placement.levels import heaviest_path, levels
 from spartan.dnn.placement.memory import repair_memory
+from spartan.dnn.placement.simulate import simulate
 from spartan.dnn.placement.taskgraph import Machine, NodeKind, TaskGraph
 
 __all__ = ["Slicing", "slice_graph", "map_clusters", "refine", "pardnn"]
@@ -75,8 +78,7 @@ def slice_graph(tg: TaskGraph, k: int, edge_comm: list[float]) -> Slicing:
         if j:
             tl, bl = levels(tg, edge_comm, alive)
         wl = [a + b for a, b in zip(tl, bl)]
-        start = min((v for v in range(n) if alive[v]), key=lambda v: (-wl[v], tl[v], v))
-        path = heaviest_path(tg, wl, start, alive)
+        path = heaviest_path(tg, wl, _path_entry(wl, tl, alive), alive)
         for v in path:
             alive[v] = False
         remaining -= len(path)
@@ -90,6 +92,16 @@ def slice_graph(tg: TaskGraph, k: int, edge_comm: list[float]) -> Slicing:
                 alive[u] = False
             secondaries.append(path)
     return Slicing(primaries, secondaries, tl0, bl0)
+
+
+def _path_entry(wl: list[float], tl: list[float], alive: list[bool]) -> int:
+    """Entry of the heaviest path: the alive node of largest weighted level (equal up to
+    rounding along the whole path) with the smallest top level."""
+    top = max(w for w, a in zip(wl, alive) if a)
+    tol = 1e-9 * abs(top)
+    return min(
+        (v for v in range(len(wl)) if alive[v] and wl[v] >= top - tol), key=lambda v: (tl[v], v)
+    )
 
 
 @dataclass
@@ -270,40 +282,67 @@ def _through(st: _State, x: int, d: int, tl: list[float], bl: list[float]) -> fl
     return inc + comp[x] + out
 
 
-def _switch_critical_nodes(st: _State, k: int) -> int:
-    """Refinement 2: up to ``k`` rounds of moving endpoints of cross-device critical-path edges."""
+def _switch_round(st: _State) -> int:
+    """One round of refinement 2: move endpoints of cross-device critical-path edges."""
     tg, dev, ec = st.tg, st.dev, st.edge_comm
-    movable = (tg.kind == NodeKind.NORMAL).tolist()
+    eff = [c if dev[s] != dev[d] else 0.0 for c, s, d in zip(ec, tg.src.tolist(), tg.dst.tolist())]
+    tl, bl = levels(tg, eff)
+    wl = [a + b for a, b in zip(tl, bl)]
+    path = heaviest_path(tg, wl, _path_entry(wl, tl, [True] * tg.n))
     moves = 0
-    src, dst = tg.src.tolist(), tg.dst.tolist()
-    for _ in range(k):
-        eff = [c if dev[s] != dev[d] else 0.0 for c, s, d in zip(ec, src, dst)]
-        tl, bl = levels(tg, eff)
-        wl = [a + b for a, b in zip(tl, bl)]
-        start = min(range(tg.n), key=lambda v: (-wl[v], tl[v], v))
-        path = heaviest_path(tg, wl, start)
-
-        changed = False
-        for u, v in zip(path, path[1:]):
-            if dev[u] == dev[v]:
-                continue
-            for x, target in ((u, dev[v]), (v, dev[u])):
-                if (
-                    movable[x]
-                    and _through(st, x, target, tl, bl) < _through(st, x, dev[x], tl, bl) - _EPS
-                ):
-                    st.place([x], target)
-                    moves += 1
-                    changed = True
-                    break
-        if not changed:
-            break
+    for u, v in zip(path, path[1:]):
+        if dev[u] == dev[v]:
+            continue
+        for x, target in ((u, dev[v]), (v, dev[u])):
+            if (
+                tg.kind[x] == NodeKind.NORMAL
+                and _through(st, x, target, tl, bl) < _through(st, x, dev[x], tl, bl) - _EPS
+            ):
+                st.place([x], target)
+                moves += 1
+                break
     return moves
 
 
-def refine(st: _State, sl: Slicing, sec_dev: list[int], k: int) -> tuple[int, int]:
-    """Both refinements; returns (cluster swaps, node moves)."""
-    return _swap_secondaries(st, sl, sec_dev), _switch_critical_nodes(st, k)
+def _restore(st: _State, snapshot: list[int]) -> None:
+    for v, d in enumerate(snapshot):
+        if st.dev[v] != d:
+            st.place([v], d)
+
+
+def refine(
+    st: _State, sl: Slicing, sec_dev: list[int], k: int, makespan: Callable[[list[int]], float]
+) -> tuple[int, int]:
+    """Both refinements; returns (cluster swaps, node moves) that were kept.
+
+    *(ours)* The swap pass and each of the ``k`` critical-path rounds are kept only if the
+    emulated schedule's makespan (``makespan(dev)``) does not grow: both tests are local
+    (span balance, path through one node) and can otherwise trade a shorter critical path
+    for device contention.
+    """
+    best = makespan(st.dev)
+    snapshot, sec_snapshot = list(st.dev), list(sec_dev)
+    swaps = _swap_secondaries(st, sl, sec_dev)
+    if swaps:
+        t = makespan(st.dev)
+        if t > best:
+            _restore(st, snapshot)
+            sec_dev[:] = sec_snapshot
+            swaps = 0
+        else:
+            best = t
+    moves = 0
+    for _ in range(k):
+        snapshot = list(st.dev)
+        moved = _switch_round(st)
+        if not moved:
+            break
+        t = makespan(st.dev)
+        if t > best:
+            _restore(st, snapshot)
+            break
+        best, moves = t, moves + moved
+    return swaps, moves
 
 
 def pardnn(
@@ -325,7 +364,11 @@ def pardnn(
     t1 = perf_counter()
     st, sec_dev = map_clusters(tg, k, sl, edge_comm)
     t2 = perf_counter()
-    swaps, moves = refine(st, sl, sec_dev, k) if refinement else (0, 0)
+
+    def emulated(dev: list[int]) -> float:
+        return simulate(tg, tg.colocate(np.array(dev, dtype=np.int64)), machine).makespan
+
+    swaps, moves = refine(st, sl, sec_dev, k, emulated) if refinement else (0, 0)
     t3 = perf_counter()
     assign = tg.colocate(np.array(st.dev, dtype=np.int64))
     repair = {"moved": 0, "rounds": 0, "feasible": None}

@@ -99,6 +99,14 @@ def transfers(tg: TaskGraph, assign: np.ndarray, k: int) -> Transfers:
     cross = a[tg.src] != a[tg.dst]
     key = tg.src[cross] * k + a[tg.dst[cross]]
     uniq, inv = np.unique(key, return_inverse=True)
+    # Number copies by (producer, first consumer) rather than by device id, so that renaming
+    # devices never changes tie-breaking (and the makespan) of a placement.
+    first = np.full(len(uniq), tg.n, dtype=np.int64)
+    np.minimum.at(first, inv, tg.dst[cross])
+    order = np.lexsort((first, uniq // k))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    uniq, inv = uniq[order], rank[inv]
     node = uniq // k
     summed = np.bincount(inv, weights=tg.nbytes[cross], minlength=len(uniq)).astype(np.int64)
     out_bytes = tg.mem[node]
@@ -176,21 +184,24 @@ def _run_fifo(
         idle.clear()
         if not events:
             break
-        now, i = heapq.heappop(events)
-        finished += 1
-        r = resource[i]
-        busy[r] = False
-        idle.add(r)
-        e = end[i]
-        for j in succs[i]:
-            missing[j] -= 1
-            if e > ready_at[j]:
-                ready_at[j] = e
-            if missing[j] == 0:
-                rj = resource[j]
-                heapq.heappush(queues[rj], (ready_at[j], j))
-                if not busy[rj]:
-                    idle.add(rj)
+        # Retire every task ending at `now` before dispatching (equal-time readiness ties are
+        # then broken by task order, as in the shared simulator).
+        now = events[0][0]
+        while events and events[0][0] == now:
+            i = heapq.heappop(events)[1]
+            finished += 1
+            r = resource[i]
+            busy[r] = False
+            idle.add(r)
+            for j in succs[i]:
+                missing[j] -= 1
+                if now > ready_at[j]:
+                    ready_at[j] = now
+                if missing[j] == 0:
+                    rj = resource[j]
+                    heapq.heappush(queues[rj], (ready_at[j], j))
+                    if not busy[rj]:
+                        idle.add(rj)
     if finished != total:
         raise ValueError("deadlock: the graph has a cycle")
     return start, end
