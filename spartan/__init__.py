@@ -11,6 +11,8 @@ first evaluation start a local Ray instance).
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
 from typing import Any
 
 import numpy as _np
@@ -59,3 +61,6 @@ def numpy_function(func: Any) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(n for n in globals() if not n.startswith("_"))
+
+
+from spartan.frontend.explain import explain  # noqa: E402

@@ -20,6 +20,8 @@ class Config:
     max_graph_size: int = 2000
     #: bytes the optimizer may spend on duplicated (replicated) arrays
     dup_budget_bytes: int = 0
+    #: raise optimizer errors instead of falling back to local tiling rules (tests)
+    strict_optimizer: bool = bool(os.environ.get("SPARTAN_STRICT_OPTIMIZER"))
     #: show a progress bar for evaluations longer than this many seconds (None: never)
     progress_after: float | None = 1.0
 

@@ -64,7 +64,9 @@ class Stats:
     bytes_moved_between_nodes: int = 0
     bytes_to_driver: int = 0
     bytes_from_driver: int = 0
-    per_worker: list[dict[str, int]] = field(default_factory=list)
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
+    #: bytes moved between workers per task tag (the frontend tags tasks by node)
+    bytes_by_tag: dict[Any, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

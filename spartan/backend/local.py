@@ -46,7 +46,7 @@ class LocalBackend(Master):
     ) -> Any:
         data = [self.workers[p.worker].get_piece(p.key, p.src, p.perm) for p in remote]
         nodes = [self.nodes[p.worker] for p in remote]
-        result = self.workers[worker].run(fn, inputs, outputs, want_result, data, nodes)
+        result = self.workers[worker].run(fn, inputs, outputs, want_result, data, nodes, self.tag)
         if isinstance(result, TaskFailed):
             raise result.error
         return result

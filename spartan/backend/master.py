@@ -22,6 +22,8 @@ class Master(ABC):
 
     def __init__(self) -> None:
         self.where: dict[Key, list[int]] = {}
+        #: label attached to submitted tasks; workers count bytes moved per tag
+        self.tag: Any = None
 
     # ---- placement ------------------------------------------------------------------
     def _record(self, key: Key, worker: int) -> None:
@@ -99,6 +101,9 @@ class Master(ABC):
         total.bytes_moved_between_nodes = sum(p["bytes_in_from_other_nodes"] for p in per)
         total.bytes_to_driver = sum(p["bytes_to_driver"] for p in per)
         total.bytes_from_driver = sum(p["bytes_from_driver"] for p in per)
+        for p in per:
+            for tag, n in p.get("bytes_by_tag", {}).items():
+                total.bytes_by_tag[tag] = total.bytes_by_tag.get(tag, 0) + n
         return total
 
     # ---- transport (subclasses) ---------------------------------------------------------

@@ -32,9 +32,10 @@ class RayWorker(Worker):
         outputs: list[Key],
         want_result: bool,
         nodes: list[str],
+        tag: Any,
         *remote: Any,
     ) -> Any:
-        return self.run(fn, inputs, outputs, want_result, remote, nodes)
+        return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -99,7 +100,7 @@ class RayBackend(Master):
         refs = [self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm) for p in remote]
         nodes = [self.nodes[p.worker] for p in remote]
         ref = self.actors[worker].run_task.remote(
-            self._fn_ref(fn), inputs, outputs, want_result, nodes, *refs
+            self._fn_ref(fn), inputs, outputs, want_result, nodes, self.tag, *refs
         )
         self._pending.append(ref)
         return ref

@@ -103,6 +103,7 @@ class Worker:
         want_result: bool,
         remote: Sequence[Any],
         remote_nodes: Sequence[str] = (),
+        tag: Any = None,
     ) -> Any:
         """Run one task. ``inputs`` holds keys and regions; ``remote`` the data of the
         pieces held elsewhere, in the order they appear in the regions.
@@ -110,6 +111,7 @@ class Worker:
         A failing task returns :class:`TaskFailed` (and stores it under its outputs) rather
         than raising, so the driver re-raises the user's own exception, not Ray's."""
         self.counters["tasks"] += 1
+        self.tag = tag
         try:
             args = self._gather(inputs, remote, remote_nodes)
             value = fn(*args)
@@ -159,14 +161,23 @@ class Worker:
     def _count_in(self, part: Any, node: str) -> None:
         n = nbytes_of(part)
         self.counters["bytes_in"] += n
+        if self.tag is not None:
+            self.bytes_by_tag[self.tag] = self.bytes_by_tag.get(self.tag, 0) + n
         if node != self.node:
             self.counters["bytes_in_from_other_nodes"] += n
 
     # ---- accounting -----------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        return dict(self.counters, held_bytes=self.held, node=self.node)
+        return dict(
+            self.counters,
+            held_bytes=self.held,
+            node=self.node,
+            bytes_by_tag=dict(self.bytes_by_tag),
+        )
 
     def reset_stats(self) -> None:
+        self.tag = None
+        self.bytes_by_tag: dict[Any, int] = {}
         self.held = sum(nbytes_of(v) for v in getattr(self, "store", {}).values())
         self.counters = {
             "tasks": 0,

@@ -17,6 +17,7 @@ from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, read_pieces
 from spartan.frontend.map import Map, run_tree
+from spartan.tiling import Tiling
 
 log = logging.getLogger("spartan")
 
@@ -39,8 +40,11 @@ def pending_order(roots: Sequence[Expr]) -> list[Expr]:
     return order
 
 
-def fusable(order: Sequence[Expr], roots: Sequence[Expr]) -> set[int]:
-    """Maps computed inside their only consumer: a same-shape map, or a fold."""
+def fusable(
+    order: Sequence[Expr], roots: Sequence[Expr], tilings: dict[int, Tiling] | None = None
+) -> set[int]:
+    """Maps computed inside their only consumer (a same-shape map, or a fold), when
+    the plan tiles them alike (otherwise reading through them would cost more)."""
     consumers: dict[int, list[Expr]] = {}
     for node in order:
         for c in node.children:
@@ -59,6 +63,11 @@ def fusable(order: Sequence[Expr], roots: Sequence[Expr]) -> set[int]:
                 (isinstance(users[0], Map) and users[0].shape == node.shape)
                 or isinstance(users[0], Fold)
             )
+            and (
+                tilings is None
+                or isinstance(users[0], Fold)
+                or tilings[node.uid] == tilings[users[0].uid]
+            )
         ):
             fused.add(node.uid)
     return fused
@@ -70,17 +79,28 @@ def evaluate(*exprs: Expr) -> None:
     if not order:
         return
     backend = session.current()
-    fused = fusable(order, exprs)
-    tilings = planning.choose(order, backend.nworkers, fused)
-    ctx = Lowering(backend, tilings, fused)
     start = time.perf_counter()
+    tilings, planned = planning.choose(order, backend.nworkers)
+    fused = fusable(order, exprs, tilings)
+    planned_at = time.perf_counter()
+    ctx = Lowering(backend, tilings, fused)
     lowered = [n for n in order if n.uid not in fused and not n.is_view]
-    for node in lowered:
-        node.lower(ctx)
+    try:
+        for node in lowered:
+            backend.tag = node.uid
+            node.lower(ctx)
+            node.planned = planned
+    finally:
+        backend.tag = None
     backend.wait()
     for node in lowered:
         node.done()
-    log.debug("evaluated %d nodes in %.3fs", len(lowered), time.perf_counter() - start)
+    log.debug(
+        "evaluated %d nodes: planned in %.1f ms, ran in %.3f s",
+        len(lowered),
+        (planned_at - start) * 1e3,
+        time.perf_counter() - planned_at,
+    )
 
 
 def to_numpy(expr: Expr) -> np.ndarray:

@@ -36,6 +36,8 @@ class Expr:
         self.children = tuple(children)
         self.data: Tiles | None = None
         self.tiling_hint: Tiling | None = None
+        #: the optimizer's plan of the evaluation that computed this node
+        self.planned: Any = None
         self.pending = 1 + sum(c.pending for c in self.children if c.data is None)
 
     @property

@@ -7,13 +7,20 @@ every other node gets the tiling the optimizer picks (see
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from spartan.config import config
 from spartan.frontend.expr import Expr
+from spartan.frontend.filter import Filter
 from spartan.frontend.fold import Fold
+from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.map import Map
+from spartan.frontend.optimizer import Plan, Program, UpdateHistory, optimize
+from spartan.frontend.reshape import Concatenate, Reshape
 from spartan.frontend.scan import Scan
 from spartan.tiling import Tiling
 
@@ -44,9 +51,103 @@ def resolve_tiling(spec: object, shape: Sequence[int], itemsize: int, nworkers: 
     raise TypeError(f"tiling must be a Tiling or a name, not {type(spec).__name__}")
 
 
-def choose(order: Sequence[Expr], nworkers: int, fused: set[int]) -> dict[int, Tiling]:
-    """A tiling for every node of ``order`` (fused maps share their consumer's)."""
-    return local_rules(order, nworkers)
+class Planned:
+    """The optimizer's plan for one evaluation and the Expr → program-node map."""
+
+    def __init__(self, plan: Plan, node_of: dict[int, int]) -> None:
+        self.plan = plan
+        self.node_of = node_of
+
+    def explain(self) -> str:
+        return self.plan.explain()
+
+
+_history = UpdateHistory()
+log = logging.getLogger("spartan")
+
+
+def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Planned]:
+    """A tiling for every node of ``order``, chosen by the optimizer.
+
+    User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
+    """
+    program, node_of = to_program(order)
+    tilings = local_rules(order, nworkers)
+    try:
+        plan = optimize(program, nworkers, config.dup_budget_bytes, _history)
+    except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
+        if config.strict_optimizer:
+            raise
+        log.warning("tiling optimizer failed (%s); using local tiling rules", error)
+        return tilings, None
+    for e in order:
+        if e.tiling_hint is None and e.uid in node_of and not e.is_view:
+            t = plan.tiling[node_of[e.uid]]
+            if t.fits(e.shape):
+                tilings[e.uid] = t
+    for e in order:  # views see their base's (possibly new) tiling
+        if e.is_view:
+            base = e.base
+            tilings[e.uid] = e.induced_tiling(
+                base.data.tiling if base.data is not None else tilings[base.uid]
+            )
+    return tilings, Planned(plan, node_of)
+
+
+def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int]]:
+    """The optimizer's view of the pending graph: operator kinds, shapes, axes, views."""
+    p = Program()
+    ids: dict[int, int] = {}
+
+    def node(e: Expr) -> int:
+        if e.uid not in ids:  # an evaluated input: its tiling is fixed
+            if e.is_view:
+                ids[e.uid] = p._view("slice", p[node(e.base)], e.vm, e.label)
+            else:
+                tiling = e.data.tiling if e.data is not None else None
+                ids[e.uid] = p.source(e.shape, e.dtype.itemsize, tiling, name=e.label)
+        return ids[e.uid]
+
+    for e in order:
+        ids[e.uid] = _add(p, e, node)
+    return p, ids
+
+
+def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
+    size = e.dtype.itemsize
+    ins = [node(c) for c in e.children]
+    if e.tiling_hint is not None and not e.children:
+        return p.source(e.shape, size, e.tiling_hint, name=e.label)
+    if e.is_view:
+        return p._view("slice", p[ins[0]], e.vm, e.label)
+    if isinstance(e, Map):
+        if tuple(np.broadcast_shapes(*(c.shape for c in e.children))) != e.shape:
+            # broadcast to a larger shape: a free-tiled stand-in carries the output shape
+            ins.append(p.source(e.shape, size, None, name="shape"))
+        return p.map(*ins, itemsize=size, name=e.label)
+    if isinstance(e, Fold):
+        return p.fold(ins[0], e.axes, size, e.partial_dtype.itemsize, e.label)
+    if isinstance(e, Scan):
+        return p.scan(ins[0], e.axis, size, e.label)
+    if isinstance(e, JoinUpdate):
+        n = e.ninputs
+        update_axis = 0 if e.name == "dot(a)" else None
+        return p.join_update(ins[:n], e.axes, e.shape, size, update_axis, site=e.name, name=e.label)
+    if isinstance(e, Reshape):
+        x = ins[0]
+        if p[x].is_view:
+            x = p.map(x, name="materialize")
+        try:
+            return p.reshape(x, e.shape, name=e.label)
+        except ValueError:
+            flat = p.reshape(x, (e.size,), name="ravel")
+            return p.reshape(flat, e.shape, name=e.label)
+    if isinstance(e, Concatenate):
+        return p.concatenate(ins, e.axis, name=e.label)
+    if isinstance(e, Filter):
+        return p.filter(ins[0], ins[1], e.children[0].size // 2, name=e.label)
+    # an operator the optimizer has no profile for: its output tiling is free
+    return p.source(e.shape, size, None, name=e.label)
 
 
 def local_rules(order: Sequence[Expr], nworkers: int) -> dict[int, Tiling]:
