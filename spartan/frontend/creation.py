@@ -186,3 +186,184 @@ def asarray(obj: Any, dtype: Any = None, tiling: Any = None) -> Array:
     if isinstance(obj, Array) and dtype is None and tiling is None:
         return obj
     return array(obj, dtype=dtype, tiling=tiling)
+
+
+def _logspace(start: float, step: float, base: float, box: Box, dtype: np.dtype) -> np.ndarray:
+    lo, hi = box[0]
+    return np.power(base, start + np.arange(lo, hi) * step).astype(dtype)
+
+
+def logspace(
+    start: float,
+    stop: float,
+    num: int = 50,
+    endpoint: bool = True,
+    base: float = 10.0,
+    dtype: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """``base ** linspace(start, stop, num)`` (see :func:`numpy.logspace`)."""
+    from spartan.frontend.ufuncs import elementwise
+
+    y = linspace(start, stop, num, endpoint, tiling=tiling)
+    out = elementwise(np.power, base, y, name="logspace")
+    return out.astype(dtype) if dtype is not None else out
+
+
+def geomspace(
+    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None
+) -> Array:
+    """Numbers spaced evenly on a log scale between ``start`` and ``stop``."""
+    if start == 0 or stop == 0:
+        raise ValueError("Geometric sequence cannot include zero")
+    ref = np.geomspace(start, stop, min(num, 2), endpoint=endpoint)
+    sign = -1.0 if (np.real(start) < 0 and np.real(stop) < 0) else 1.0
+    out = sign * logspace(
+        np.log10(sign * start), np.log10(sign * stop), num, endpoint, dtype=ref.dtype
+    )
+    return out.astype(dtype) if dtype is not None else out
+
+
+def _tri(k: int, box: Box, dtype: np.dtype) -> np.ndarray:
+    (r0, r1), (c0, c1) = box
+    return (np.arange(c0, c1)[None, :] <= np.arange(r0, r1)[:, None] + k).astype(dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, tiling: Any = None) -> Array:
+    """Ones at and below the ``k``-th diagonal, zeros elsewhere.
+
+    >>> sp.tri(3, k=-1).to_numpy()[2].tolist()      # doctest: +SKIP
+    [1.0, 1.0, 0.0]
+    """
+    shape = (int(N), int(N if M is None else M))
+    return newarray(shape, functools.partial(_tri, int(k)), dtype, tiling, "tri")
+
+
+def _tri_mask(a: Any, k: int, lower: bool) -> Array:
+    from spartan.frontend.manipulation import where
+
+    x = asarray(a)
+    if x.ndim < 2:
+        raise ValueError("input array must be at least 2-d")
+    n, m = x.shape[-2:]
+    keep = tri(n, m, k if lower else k - 1, dtype=bool)
+    if not lower:
+        keep = ~keep
+    return where(keep, x, np.zeros((), x.dtype))
+
+
+def tril(m: Any, k: int = 0) -> Array:
+    """Lower triangle of an array (the last two axes)."""
+    return _tri_mask(m, int(k), True)
+
+
+def triu(m: Any, k: int = 0) -> Array:
+    """Upper triangle of an array (the last two axes)."""
+    return _tri_mask(m, int(k), False)
+
+
+def diag(v: Any, k: int = 0) -> Array:
+    """The ``k``-th diagonal of a 2-d array, or a 2-d array with ``v`` on it.
+
+    >>> sp.diag(sp.arange(3)).to_numpy()[1].tolist()      # doctest: +SKIP
+    [0, 1, 0]
+    """
+    x = asarray(v)
+    k = int(k)
+    if x.ndim == 2:
+        from spartan.frontend.linalg import diagonal
+
+        return diagonal(x, k)
+    if x.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = x.shape[0] + abs(k)
+    from spartan.frontend.join_update import JoinUpdate
+
+    return Array(
+        JoinUpdate(_DiagRun(k), None, [x._expr], [0], (n, n), x.dtype, fill=0, name="diag")
+    )
+
+
+class _DiagRun:
+    """``f_join`` of :func:`diag`: one 1x1 update per element is slow, so each group
+    writes its run of the diagonal as one dense square block (zeros off the diagonal)."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def __call__(self, extents, v):
+        lo, hi = extents[0].box[0]
+        if hi <= lo:
+            return []
+        r0 = lo if self.k >= 0 else lo - self.k
+        c0 = lo + self.k if self.k >= 0 else lo
+        return [((slice(r0, r0 + hi - lo), slice(c0, c0 + hi - lo)), np.diag(v))]
+
+
+def diagflat(v: Any, k: int = 0) -> Array:
+    """A 2-d array with the flattened input on the ``k``-th diagonal."""
+    return diag(asarray(v).ravel(), k)
+
+
+def indices(dimensions: Sequence[int], dtype: Any = int, sparse: bool = False) -> Any:
+    """An array of grid indices, shape ``(len(dimensions), *dimensions)``."""
+    dims = normalize_shape(dimensions)
+    grids = []
+    for i in range(len(dims)):
+        shape = tuple(n if j == i else (1 if sparse else n) for j, n in enumerate(dims))
+        grids.append(newarray(shape, functools.partial(_axis_index, i), dtype, None, "indices"))
+    if sparse:
+        return tuple(grids)
+    from spartan.frontend.manipulation import stack
+
+    if not dims:
+        return zeros((0,), dtype=dtype)
+    return stack(grids)
+
+
+def _axis_index(axis: int, box: Box, dtype: np.dtype) -> np.ndarray:
+    lo, hi = box[axis]
+    shape = [1] * len(box)
+    shape[axis] = hi - lo
+    return np.broadcast_to(np.arange(lo, hi, dtype=dtype).reshape(shape), box_shape(box))
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
+    """Coordinate arrays from coordinate vectors (see :func:`numpy.meshgrid`)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    xs = [asarray(x).ravel() for x in xi]
+    nd = len(xs)
+    out = []
+    for i, x in enumerate(xs):
+        shape = [1] * nd
+        # 'xy' (Cartesian) indexing swaps the roles of the first two axes
+        pos = (1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i
+        shape[pos] = x.shape[0]
+        out.append(x.reshape(shape))
+    if not sparse:
+        from spartan.frontend.manipulation import broadcast_arrays
+
+        out = [o.copy() if copy else o for o in broadcast_arrays(*out)]
+    return tuple(out)
+
+
+class _FromFunction:
+    def __init__(self, fn: Any, kwargs: dict):
+        self.fn, self.kwargs = fn, kwargs
+
+    def __call__(self, box: Box, dtype: np.dtype) -> np.ndarray:
+        grids = np.meshgrid(*[np.arange(lo, hi, dtype=dtype) for lo, hi in box], indexing="ij")
+        return np.asarray(self.fn(*grids, **self.kwargs))
+
+
+def fromfunction(
+    function: Any, shape: ShapeLike, *, dtype: Any = float, tiling: Any = None, **kwargs: Any
+) -> Array:
+    """An array whose element at ``idx`` is ``function(*idx)``, evaluated per tile.
+
+    >>> sp.fromfunction(lambda i, j: i + j, (2, 2), dtype=int)     # doctest: +SKIP
+    """
+    nd = len(normalize_shape(shape))
+    probe = np.asarray(function(*[np.zeros((1,) * nd, dtype)] * nd, **kwargs))
+    return newarray(shape, _FromFunction(function, kwargs), probe.dtype, tiling, "fromfunction")

@@ -128,3 +128,163 @@ def outer(a: Any, b: Any) -> Array:
     from spartan.frontend.creation import asarray
 
     return asarray(a).ravel()[:, None] * asarray(b).ravel()[None, :]
+
+
+class _DiagonalRun:
+    """``f_join`` of :func:`diagonal`: the diagonal entries held by a group of rows."""
+
+    def __init__(self, offset: int, length: int):
+        self.offset, self.length = offset, length
+
+    def __call__(self, extents, block: np.ndarray):
+        lo, hi = extents[0].box[-2]
+        r_off, c_off = max(-self.offset, 0), max(self.offset, 0)
+        d0, d1 = max(lo - r_off, 0), min(hi - r_off, self.length)
+        if d1 <= d0:
+            return []
+        d = np.arange(d0, d1)
+        vals = block[..., d + r_off - lo, d + c_off]
+        lead = (slice(None),) * (block.ndim - 2)
+        return [(lead + (slice(d0, d1),), vals)]
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
+    """The diagonal over ``axis1``/``axis2``, appended as the last axis (a copy).
+
+    Communication: none beyond reading the rows each group holds (groups follow the
+    tiles along ``axis1``).
+    """
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.reductions import normalize_axes
+
+    x = asarray(a)
+    if x.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    (i,), (j,) = normalize_axes(axis1, x.ndim), normalize_axes(axis2, x.ndim)
+    if i == j:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    y = moveaxis(x, (i, j), (-2, -1))
+    n, m = y.shape[-2:]
+    offset = int(offset)
+    length = max(0, min(n - max(-offset, 0), m - max(offset, 0)))
+    shape = y.shape[:-2] + (length,)
+    return Array(
+        JoinUpdate(
+            _DiagonalRun(offset, length),
+            None,
+            [y._expr],
+            [y.ndim - 2],
+            shape,
+            x.dtype,
+            name="diagonal",
+        )
+    )
+
+
+def trace(
+    a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
+) -> Any:
+    """Sum along a diagonal (see :func:`numpy.trace`)."""
+    from spartan.frontend.reductions import sum as _sum
+
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
+
+
+def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
+    spec = subscripts.replace(" ", "")
+    if "->" in spec:
+        lhs, rhs = spec.split("->")
+    else:
+        lhs, rhs = spec, None
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError("more operands provided to einstein sum function than specified")
+    letters = sorted({c for t in terms for c in t if c.isalpha()})
+    ell = "".join(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in letters)
+    nell = max((nd - len(t.replace("...", "")) for t, nd in zip(terms, ndims)), default=0)
+    out_terms = []
+    for t, nd in zip(terms, ndims):
+        if "..." in t:
+            k = nd - len(t.replace("...", ""))
+            t = t.replace("...", ell[nell - k : nell])
+        if len(t) != nd:
+            raise ValueError(
+                f"einstein sum subscripts string contains too many subscripts for operand "
+                f"{len(out_terms)}"
+            )
+        out_terms.append(t)
+    if rhs is None:
+        counts = {c: sum(t.count(c) for t in out_terms) for c in letters}
+        rhs = ell[:nell] + "".join(c for c in letters if counts[c] == 1)
+    else:
+        rhs = rhs.replace("...", ell[:nell])
+    return out_terms, rhs
+
+
+def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = None) -> Any:
+    """Einstein summation (see :func:`numpy.einsum`), any number of operands.
+
+    Plain two-operand contractions (``ij,jk->ik``, ``ijk,kl->ijl``...) run as a
+    tensordot (``join_update``); everything else aligns the operands by views, multiplies
+    them element-wise and folds the summed indices (the product is never stored: the map
+    fuses into the fold). Repeated indices within one operand take a diagonal first.
+
+    >>> sp.einsum("ij,jk->ik", a, b)          # doctest: +SKIP
+    """
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import transpose
+    from spartan.frontend.reductions import sum as _sum
+
+    xs = [asarray(o) for o in operands]
+    terms, rhs = _parse_einsum(subscripts, [x.ndim for x in xs])
+    sizes: dict[str, int] = {}
+    for t, x in zip(terms, xs):
+        for c, n in zip(t, x.shape):
+            if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
+                raise ValueError(
+                    f"operands could not be broadcast together with remapped shapes: "
+                    f"index '{c}' has sizes {sizes[c]} and {n}"
+                )
+            sizes[c] = max(sizes[c], n)
+    # repeated index inside one term: its diagonal
+    for k, (t, x) in enumerate(zip(terms, xs)):
+        while len(set(t)) != len(t):
+            c = next(c for c in t if t.count(c) > 1)
+            i = t.index(c)
+            j = t.index(c, i + 1)
+            x = diagonal(x, 0, i, j)
+            t = t[:i] + t[i + 1 : j] + t[j + 1 :] + c
+        terms[k], xs[k] = t, x
+    if len(xs) == 2 and dtype is None:
+        a, b = terms
+        shared = [c for c in a if c in b]
+        if (
+            shared
+            and all(c not in rhs for c in shared)
+            and all(sizes[c] == xs[0].shape[a.index(c)] == xs[1].shape[b.index(c)] for c in shared)
+        ):
+            out = tensordot(
+                xs[0], xs[1], axes=([a.index(c) for c in shared], [b.index(c) for c in shared])
+            )
+            got = [c for c in a if c not in shared] + [c for c in b if c not in shared]
+            if sorted(got) == sorted(rhs) and len(set(got)) == len(got):
+                return transpose(out, [got.index(c) for c in rhs]) if got != list(rhs) else out
+    allidx = list(rhs) + sorted({c for t in terms for c in t} - set(rhs))
+    aligned = []
+    for t, x in zip(terms, xs):
+        present = [c for c in allidx if c in t]
+        y = transpose(x, [t.index(c) for c in present]) if list(t) != present else x
+        key = tuple(slice(None) if c in t else None for c in allidx)
+        aligned.append(y[key])
+    prod = aligned[0]
+    for y in aligned[1:]:
+        prod = prod * y
+    if dtype is not None:
+        prod = prod.astype(dtype)
+    summed = tuple(range(len(rhs), len(allidx)))
+    if not summed:
+        from spartan.frontend.manipulation import broadcast_to
+
+        return broadcast_to(prod, tuple(sizes[c] for c in rhs))
+    return _sum(prod, axis=summed)
