@@ -27,7 +27,7 @@ from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Tiling
 
 #: Operator kinds whose output is a view of their input (no task, no tiles of their own).
-VIEW_OPS = frozenset({"slice", "transpose"})
+VIEW_OPS = frozenset({"slice", "transpose", "view"})
 OPS = (
     frozenset(
         {"source", "map", "fold", "scan", "filter", "join_update", "dot", "reshape", "concatenate"}
@@ -262,12 +262,19 @@ class Program:
         return self._add("dot", shape, size, [xn.id, yn.id], name, site=site)
 
     def slice(self, x: int, index: Any, name: str = "") -> int:
-        """The view ``x[index]`` for a basic index (ints, slices with steps, ...)."""
+        """The view ``x[index]`` for a basic index (ints, slices with steps, None, ...)."""
         n = self._input(x)
-        vm = ViewMap.from_index(n.shape, index)
-        if any(a.base is None for a in vm.axes):
-            raise IndexError("slice views take ints and slices; use reshape to add axes")
-        return self._view("slice", n, vm, name, index=index)
+        return self._view("slice", n, ViewMap.from_index(n.shape, index), name, index=index)
+
+    def view(self, x: int, vm: ViewMap, name: str = "") -> int:
+        """``x`` seen through any :class:`~spartan.frontend.viewmap.ViewMap` (the
+        frontend's views: strided slices, permutations, unit axes)."""
+        n = self._input(x)
+        if not isinstance(vm, ViewMap):
+            raise TypeError(f"vm must be a ViewMap, got {type(vm).__name__}")
+        if vm.base_ndim != len(n.shape):
+            raise ValueError(f"view of {vm.base_ndim} axes over an array of {len(n.shape)}")
+        return self._view("view", n, vm, name)
 
     def transpose(self, x: int, axes: Sequence[int] | None = None, name: str = "") -> int:
         """The view ``x.transpose(axes)`` (reversed axes by default)."""
