@@ -10,6 +10,7 @@ that writes its block sees that block.
 from __future__ import annotations
 
 import logging
+import pickle
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,16 +26,8 @@ log = logging.getLogger("spartan")
 class RayWorker(Worker):
     """:class:`Worker` as a Ray actor: remote pieces arrive as resolved arguments."""
 
-    def run_task(
-        self,
-        fn: Callable[..., Any],
-        inputs: list[Any],
-        outputs: list[Key],
-        want_result: bool,
-        nodes: list[str],
-        tag: Any,
-        *remote: Any,
-    ) -> Any:
+    def run_task(self, fn: Callable[..., Any], spec: bytes, *remote: Any) -> Any:
+        inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
         return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
 
 
@@ -99,9 +92,9 @@ class RayBackend(Master):
     ) -> Any:
         refs = [self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm) for p in remote]
         nodes = [self.nodes[p.worker] for p in remote]
-        ref = self.actors[worker].run_task.remote(
-            self._fn_ref(fn), inputs, outputs, want_result, nodes, self.tag, *refs
-        )
+        # one pickled spec instead of five arguments: Ray serializes each argument apart
+        spec = pickle.dumps((inputs, outputs, want_result, nodes, self.tag), protocol=5)
+        ref = self.actors[worker].run_task.remote(self._fn_ref(fn), spec, *refs)
         self._pending.append(ref)
         return ref
 

@@ -82,7 +82,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
         return tilings, None
     for e in order:
         if e.tiling_hint is None and e.uid in node_of and not e.is_view:
-            t = plan.tiling[node_of[e.uid]]
+            t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             if t.fits(e.shape):
                 tilings[e.uid] = t
     for e in order:  # views see their base's (possibly new) tiling
@@ -92,6 +92,24 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
                 base.data.tiling if base.data is not None else tilings[base.uid]
             )
     return tilings, Planned(plan, node_of)
+
+
+def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:
+    """The optimizer's choice of axes, cut into the configured number of tiles.
+
+    Tiles go to workers in contiguous runs, so a finer cut along the same axes keeps
+    every element on the same worker (up to rounding) and moves the same bytes. The
+    count depends only on the shape, so arrays of one shape are cut alike.
+    """
+    if t.replicated or t.ntiles <= 1:
+        return t
+    pieces = default_pieces(math.prod(shape) * 8, nworkers)
+    cut = [i for i, c in enumerate(t.cuts) if c > 1]
+    if len(cut) == 1:
+        return Tiling.along(shape, cut[0], pieces)
+    if cut == [0, 1]:
+        return Tiling.block(shape, pieces)
+    return t
 
 
 def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int]]:
