@@ -59,19 +59,19 @@ def main() -> None:
 
     x_np = numpy.random.default_rng(0).random(shape)
     t_numpy = timed(lambda: expression(numpy, x_np), args.repeat)
-    del x_np
+    x_np = None  # free before the next library runs
 
     x_sp = spartan.random.rand(*shape)
     spartan.evaluate(x_sp)
     t_spartan = timed(lambda: spartan.evaluate(expression(spartan, x_sp)), args.repeat)
     moved = spartan.stats()["bytes_moved"]
-    del x_sp
+    x_sp = None
 
     chunk = max(1, rows // (4 * args.workers))
     x_da = da.random.random(shape, chunks=(chunk, 1024)).persist(scheduler="threads")
     with dask.config.set(scheduler="threads", num_workers=args.workers):
         t_dask = timed(lambda: expression(da, x_da).persist(), args.repeat)
-    del x_da
+    x_da = None
 
     print(f"{'library':<22}{'median s':>10}{'vs spartan':>12}")
     for name, t in [
