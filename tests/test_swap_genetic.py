@@ -13,6 +13,7 @@ from spartan.dnn.swap.genetic import (
     crossover_allocations,
     crossover_schedules,
     evaluate,
+    greedy_schedule,
     mutate_allocation,
     mutate_schedule,
     search,
@@ -65,6 +66,7 @@ def test_operators_keep_schedules_topological_and_pools_fitting(seed, p):
     rng = random.Random(seed)
     succs = _succs(wl)
     other = mutate_schedule(wl.default_schedule(), wl.op_preds, succs, 1.0, rng)
+    assert is_topological(wl, greedy_schedule(wl))
     for child in crossover_schedules(sched, other, rng.randrange(1, wl.n_ops + 1)):
         assert is_topological(wl, child)
         assert is_topological(wl, mutate_schedule(child, wl.op_preds, succs, p, rng))

@@ -41,6 +41,7 @@ __all__ = [
     "crossover_allocations",
     "mutate_schedule",
     "mutate_allocation",
+    "greedy_schedule",
     "select",
 ]
 
@@ -69,6 +70,7 @@ class GAConfig:
     cnt_sigma: float = 0.25  # relative std-dev of a CNT mutation *(ours)*
     search_schedule: bool = True
     search_allocation: bool = True
+    heuristic_seeds: bool = True  # start from the graph's order and greedy_schedule too *(ours)*
     progress: bool | None = None  # None: a bar when stderr is a terminal, else log lines
 
     def __post_init__(self) -> None:
@@ -200,6 +202,41 @@ def mutate_schedule(
     return out
 
 
+def greedy_schedule(workload: Workload) -> list[int]:
+    """A memory-frugal topological order *(ours, a seed for the search)*: repeatedly run
+    the ready op that frees the most bytes net of what it allocates (ties: graph order).
+    In unrolled RNNs this accumulates each weight-gradient partial as soon as it exists."""
+    wl = workload
+    remaining = [0] * wl.n_tensors
+    for op in range(wl.n_ops):
+        for t in wl.op_inputs[op]:
+            remaining[t] += 1
+    succs: list[list[int]] = [[] for _ in range(wl.n_ops)]
+    missing = [len(ps) for ps in wl.op_preds]
+    for op, ps in enumerate(wl.op_preds):
+        for q in ps:
+            succs[q].append(op)
+    ready = [op for op in range(wl.n_ops) if missing[op] == 0]
+    transient = [not (p or k) for p, k in zip(wl.persistent, wl.keep, strict=True)]
+
+    def gain(op: int) -> int:
+        freed = sum(wl.nbytes[t] for t in wl.op_inputs[op] if remaining[t] == 1 and transient[t])
+        return freed - sum(wl.nbytes[t] for t in wl.op_outputs[op])
+
+    out = []
+    while ready:
+        op = max(ready, key=lambda o: (gain(o), -o))
+        ready.remove(op)
+        out.append(op)
+        for t in wl.op_inputs[op]:
+            remaining[t] -= 1
+        for s in succs[op]:
+            missing[s] -= 1
+            if missing[s] == 0:
+                ready.append(s)
+    return out
+
+
 def mutate_allocation(
     alloc: Allocation, p: float, rng: random.Random, pm: PoolModel, sigma: float = 0.25
 ) -> Allocation:
@@ -248,8 +285,9 @@ def search(
 ) -> SearchResult:
     """Run the genetic algorithm on ``workload``; see the module docstring.
 
-    ``initial`` individuals join the random first generation *(ours: e.g. the graph's own
-    order)*. Raises ValueError when no valid allocation exists for the device.
+    The first generation is random (paper) plus ``initial`` and, with
+    ``heuristic_seeds``, the graph's own order and :func:`greedy_schedule` *(ours)*.
+    Raises ValueError when no valid allocation exists for the device.
     """
     cfg = config or GAConfig()
     rng = random.Random(cfg.seed)
@@ -275,7 +313,15 @@ def search(
         alloc = (pm.random(rng) or base_alloc) if cfg.search_allocation else base_alloc
         return Chromosome(tuple(sched), alloc)
 
-    population = list(initial) + [random_individual() for _ in range(cfg.population - len(initial))]
+    seeds = list(initial)
+    if cfg.heuristic_seeds:
+        orders = [base_schedule, greedy_schedule(workload)] if cfg.search_schedule else []
+        for order in orders:
+            for _ in range(2):
+                alloc = (pm.random(rng) or base_alloc) if cfg.search_allocation else base_alloc
+                seeds.append(Chromosome(tuple(order), alloc))
+    seeds = seeds[: cfg.population]
+    population = seeds + [random_individual() for _ in range(cfg.population - len(seeds))]
     cache: dict[Chromosome, float] = {}
     start = time.monotonic()
     pool = (

@@ -179,9 +179,10 @@ class PoolModel:
 
     def random(self, rng: random.Random, attempts: int = 20) -> Allocation | None:
         """A random valid allocation: random 0/+1 class steps, then the bytes left after
-        the minimum counts spread over classes in random proportion to their demand."""
-        for _ in range(attempts):
-            density = rng.random()
+        the minimum counts spread over classes in random proportion to their demand. The
+        last attempt uses one class per size, the mapping with the least rounding."""
+        for attempt in range(attempts):
+            density = 1.0 if attempt == attempts - 1 else rng.random()
             cls = tuple(_cumsum([0] + [int(rng.random() < density) for _ in self.ts[1:]]))
             sizes = object_sizes(self.ts, cls)
             minimum = self.minimum_counts(cls)
