@@ -48,9 +48,14 @@ def _layout(shape: tuple[int, ...], tiling: Tiling, nworkers: int) -> Layout:
     return boxes, workers
 
 
+def clear_layouts() -> None:
+    _layout.cache_clear()
+    _bounds.cache_clear()
+
+
 def layout(shape: Sequence[int], tiling: Tiling, nworkers: int) -> Layout:
     """Every tile of an array tiled ``tiling`` (a replicated array: one copy per worker)."""
-    return _layout(tuple(int(s) for s in shape), tiling, int(nworkers))
+    return _layout(shape if type(shape) is tuple else tuple(shape), tiling, nworkers)
 
 
 def induced_tiling(vm: ViewMap, root_shape: Sequence[int], root: Tiling) -> Tiling:
@@ -91,27 +96,33 @@ def _strided_counts(
     first: np.ndarray, step: np.ndarray, count: np.ndarray, bounds: np.ndarray
 ) -> np.ndarray:
     """``(r, c)``: terms ``first + i*step`` (0 <= i < count) in each piece ``[b_j, b_j+1)``."""
+    if (step == 1).all():  # plain intervals, the common case
+        lo, hi = first[:, None], (first + count)[:, None]
+        inside = np.minimum(hi, bounds[None, 1:]) - np.maximum(lo, bounds[None, :-1])
+        return np.maximum(inside, 0)
     neg = step < 0
     first = np.where(neg, first + (count - 1) * step, first)
-    step = np.abs(step)
-    step = np.where(step == 0, 1, step)
-
-    def below(x: np.ndarray) -> np.ndarray:
-        return np.clip(_ceil_div(x[None, :] - first[:, None], step[:, None]), 0, count[:, None])
-
-    b = below(bounds)
-    return b[:, 1:] - b[:, :-1]
+    step = np.maximum(np.abs(step), 1)[:, None]
+    below = np.minimum(
+        np.maximum(_ceil_div(bounds[None, :] - first[:, None], step), 0), count[:, None]
+    )
+    return below[:, 1:] - below[:, :-1]
 
 
 def overlap_with_tiles(root_shape: Sequence[int], tiling: Tiling, sel: np.ndarray) -> np.ndarray:
     """``(r, ntiles)`` elements of each strided selection inside each tile (C order)."""
     r = len(sel)
-    total = np.ones((r, 1), dtype=np.int64)
+    total = None
     for ax, (n, c) in enumerate(zip(root_shape, tiling.cuts)):
-        bounds = np.arange(c + 1, dtype=np.int64) * n // c
+        bounds = _bounds(n, c)
         counts = _strided_counts(sel[:, ax, 0], sel[:, ax, 1], sel[:, ax, 2], bounds)
-        total = (total[:, :, None] * counts[:, None, :]).reshape(r, -1)
-    return total
+        total = counts if total is None else (total[:, :, None] * counts[:, None, :]).reshape(r, -1)
+    return np.ones((r, 1), dtype=np.int64) if total is None else total
+
+
+@lru_cache(maxsize=4096)
+def _bounds(n: int, c: int) -> np.ndarray:
+    return np.arange(c + 1, dtype=np.int64) * n // c
 
 
 def strided_read_bytes(

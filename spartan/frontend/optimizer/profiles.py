@@ -47,6 +47,7 @@ import numpy as np
 
 from spartan.frontend.optimizer.geometry import (
     Layout,
+    clear_layouts,
     cross_overlap,
     induced_tiling,
     layout,
@@ -394,6 +395,7 @@ def _join_tasks(key: tuple, axis: int, root_t: Tiling, P: int) -> tuple[int, tup
     return groups, tuple(workers)
 
 
+@lru_cache(maxsize=4096)
 def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
     """Slab ``g`` of ``groups`` along ``axis`` (``None``: the whole array) per group."""
     boxes = np.zeros((groups, len(shape), 2), dtype=np.int64)
@@ -402,6 +404,7 @@ def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
         g = np.arange(groups, dtype=np.int64)
         boxes[:, axis, 0] = g * shape[axis] // groups
         boxes[:, axis, 1] = (g + 1) * shape[axis] // groups
+    boxes.flags.writeable = False  # cached: shared by every caller
     return boxes
 
 
@@ -431,13 +434,23 @@ def _reshape(
     out_boxes, out_w = layout(out_shape, out_t, P)
     in_boxes, in_w = layout(in_shape, in_t, P)
     total = 0
-    for ob, ow in zip(out_boxes.tolist(), out_w.tolist()):
-        for ib, iw in zip(in_boxes.tolist(), in_w.tolist()):
-            if ow != iw:
+    outs = [(b, w, _flat_span(b, out_shape)) for b, w in zip(out_boxes.tolist(), out_w.tolist())]
+    ins = [(b, w, _flat_span(b, in_shape)) for b, w in zip(in_boxes.tolist(), in_w.tolist())]
+    for ob, ow, (olo, ohi) in outs:
+        for ib, iw, (ilo, ihi) in ins:
+            if ow != iw and ilo < ohi and olo < ihi:
                 total += math.prod(
                     _group_overlap(ib, in_shape, gi, ob, out_shape, go) for gi, go in groups
                 )
     return total * itemsize
+
+
+def _flat_span(box: list, shape: tuple) -> tuple[int, int]:
+    """C-order positions of a box's first element and one past its last."""
+    first = last = 0
+    for (lo, hi), n in zip(box, shape):
+        first, last = first * n + lo, last * n + hi - 1
+    return first, last + 1
 
 
 def _group_overlap(
@@ -471,3 +484,23 @@ def _below(box: list, dims: list, x: int) -> int:
         if not lo <= digit < hi:
             return count
     return count
+
+
+def clear_cost_caches() -> None:
+    """Forget every cached cost (benchmarks time the optimizer from a cold start)."""
+    for fn in (
+        _task_grid,
+        _retile,
+        _map_read,
+        _fold,
+        _scan,
+        _filter_read,
+        _concat_read,
+        _join_tasks,
+        _join_read,
+        _join_update,
+        _reshape,
+        _slabs,
+    ):
+        fn.cache_clear()
+    clear_layouts()
