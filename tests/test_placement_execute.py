@@ -10,6 +10,7 @@ from spartan.dnn.hardware import V100
 from spartan.dnn.placement import Machine, TaskGraph, place, simulate
 from spartan.dnn.placement.execute import (
     calibrate,
+    profile_ops,
     random_values,
     run_serial,
     run_step,
@@ -58,10 +59,12 @@ def test_placed_step_on_ray_workers_and_simulated_time(ray_backend, graph_and_va
     tg = TaskGraph.from_graph(g, V100)
     p = place(tg, Machine.of(V100, 2), "round_robin")
     run = run_step(g, tg, p.assign, values, backend=ray_backend)
-    ref, seconds = run_serial(g, values)
+    ref, _ = run_serial(g, values)
     _check_equal(run.outputs, ref)
+    seconds = profile_ops(g, values, ray_backend, repeats=1)
+    assert len(seconds) == len(g.ops) and min(seconds) >= 0
     sim = simulated_step(g, p.assign, seconds, calibrate(ray_backend, nbytes=1 << 20, repeats=3))
-    assert sim.makespan > 0 and len(sim.peak) == 2
+    assert sim.makespan >= sum(seconds) / 2 and len(sim.peak) == 2
 
 
 def test_run_step_rejects_bad_placements(graph_and_values) -> None:

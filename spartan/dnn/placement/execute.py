@@ -41,6 +41,7 @@ __all__ = [
     "run_step",
     "final_tensors",
     "calibrate",
+    "profile_ops",
     "simulated_step",
 ]
 
@@ -180,6 +181,40 @@ def run_step(
         bytes_moved=int(stats.bytes_moved),
         tasks=int(stats.tasks),
     )
+
+
+class _Profile:
+    """Task function: the whole step serially on one worker, returning per-op seconds."""
+
+    def __init__(self, graph: Graph, sources: tuple[str, ...], repeats: int) -> None:
+        self.graph, self.sources, self.repeats = graph, sources, repeats
+
+    def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        values = dict(zip(self.sources, arrays))
+        runs = [run_serial(self.graph, values)[1] for _ in range(self.repeats)]
+        return np.zeros(1), np.median(runs, axis=0).tolist()
+
+
+def profile_ops(
+    graph: Graph, values: Mapping[str, np.ndarray], backend: Any = None, repeats: int = 3
+) -> list[float]:
+    """Median seconds of every op, measured inside a worker (its threads, its BLAS)."""
+    import spartan
+
+    be = backend if backend is not None else spartan.backend.current()
+    sources = tuple(values)
+    for t in sources:
+        be.put(("profile", t), np.asarray(values[t]), 0)
+    handle = be.submit(
+        0,
+        _Profile(graph, sources, repeats),
+        [("profile", t) for t in sources],
+        [("profile", "done")],
+        want_result=True,
+    )
+    seconds = be.results([handle])[0]
+    be.delete([("profile", t) for t in sources] + [("profile", "done")])
+    return list(seconds)
 
 
 @dataclass(frozen=True)
