@@ -100,3 +100,57 @@ for _name in (
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001
+
+from spartan.frontend.elementwise import (
+    allclose,
+    angle,
+    around,
+    array_equal,
+    array_equiv,
+    clip,
+    fix,
+    imag,
+    isclose,
+    iscomplex,
+    iscomplexobj,
+    isneginf,
+    isposinf,
+    isreal,
+    isrealobj,
+    nan_to_num,
+    real,
+    real_if_close,
+    round,
+    sinc,
+)
+from spartan.frontend.fancy import (
+    argwhere,
+    choose,
+    compress,
+    extract,
+    flatnonzero,
+    put,
+    select,
+    take,
+    take_along_axis,
+)
+from spartan.frontend.nanfuncs import (
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+)
+from spartan.frontend.sorting import (
+    argpartition,
+    argsort,
+    partition,
+    searchsorted,
+    sort,
+)

@@ -1,0 +1,65 @@
+"""Functions of whole 1-d lanes (``sort(axis=1)``, ``median(axis=0)``...) as one
+``join_update``: the lanes run along the given axes, groups cut the other axes.
+
+The reduced axes are moved last by a view, so no copy is made before the join; a
+group reads its lanes whole, which moves a tile's bytes only when the array is cut
+along a lane axis (cost: at most ``nbytes`` of the input, once).
+
+>>> along_axes(lambda m: np.sort(m, axis=1), x, (1,), (x.shape[1],), x.dtype)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.join_update import JoinUpdate
+
+LaneFn = Callable[[np.ndarray], np.ndarray]
+
+
+class _Lanes:
+    """``f_join``: the group's lanes as an (m, K) matrix through ``fn``, written back."""
+
+    def __init__(self, fn: LaneFn, nkept: int, tail: tuple[int, ...]):
+        self.fn, self.nkept, self.tail = fn, nkept, tail
+
+    def __call__(self, extents, block: np.ndarray):
+        kept = block.shape[: self.nkept]
+        m = math.prod(kept)
+        out = np.asarray(self.fn(block.reshape(m, -1)))
+        return [(extents[0].rows, out.reshape(kept + self.tail))]
+
+
+def along_axes(
+    fn: LaneFn,
+    x: Array,
+    axes: Sequence[int],
+    tail: Sequence[int],
+    dtype: Any,
+    name: str = "along_axes",
+) -> Array:
+    """``fn`` over the lanes of ``x`` along ``axes`` (non-negative, sorted).
+
+    ``fn`` gets an ``(m, K)`` block (``K`` the product of the lane axes) and returns
+    ``(m, *tail)``; the result has shape ``kept_shape + tail``. With no kept axis the
+    whole array is one lane, computed by one task.
+    """
+    from spartan.frontend.manipulation import moveaxis
+
+    axes = tuple(axes)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    y = moveaxis(x, axes, tuple(range(x.ndim - len(axes), x.ndim))) if axes else x
+    if not kept:
+        y = y.reshape((1,) + y.shape)
+    tail = tuple(int(n) for n in tail)
+    shape = tuple(y.shape[: max(len(kept), 1)]) + tail
+    expr = JoinUpdate(
+        _Lanes(fn, max(len(kept), 1), tail), None, [y._expr], [0], shape, dtype, name=name
+    )
+    out = Array(expr)
+    return out.reshape(tail) if not kept else out

@@ -1,0 +1,150 @@
+"""Element-wise functions that are not ufuncs (``clip``, ``round``, ``nan_to_num``,
+``isclose``...): each is one :class:`~spartan.frontend.map.Map`, so it fuses with its
+neighbours and moves no data beyond what its operands' tilings require.
+
+>>> sp.clip(x, 0, 1); sp.round(x, 2); sp.nan_to_num(x, nan=0.0)    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.creation import asarray
+from spartan.frontend.ufuncs import _store, elementwise
+
+
+def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Array:
+    """Limit values to ``[a_min, a_max]`` (either bound may be None)."""
+    a_min = kwargs.pop("min", a_min)
+    a_max = kwargs.pop("max", a_max)
+    if kwargs:
+        raise TypeError(f"clip() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    x = asarray(a)
+    if a_min is None and a_max is None:
+        result = x.copy()
+    elif a_min is None:
+        result = elementwise(np.minimum, x, a_max, name="clip")
+    elif a_max is None:
+        result = elementwise(np.maximum, x, a_min, name="clip")
+    else:
+        result = elementwise(np.clip, x, a_min, a_max, name="clip")
+    return _store(result, out)
+
+
+def round(a: Any, decimals: int = 0, out: Any = None) -> Array:  # noqa: A001
+    """Round to ``decimals`` places (half to even, like NumPy)."""
+    fn = functools.partial(np.round, decimals=int(decimals))
+    return _store(elementwise(fn, asarray(a), name="round"), out)
+
+
+around = round
+
+
+def fix(x: Any, out: Any = None) -> Array:
+    """Round toward zero."""
+    return _store(elementwise(np.fix, asarray(x), name="fix"), out)
+
+
+def nan_to_num(
+    x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None
+) -> Array:
+    """NaN to ``nan`` and infinities to ``posinf``/``neginf`` (the dtype's extremes)."""
+    fn = functools.partial(np.nan_to_num, nan=nan, posinf=posinf, neginf=neginf)
+    return elementwise(fn, asarray(x), name="nan_to_num")
+
+
+def real(val: Any) -> Array:
+    return elementwise(np.real, asarray(val), name="real")
+
+
+def imag(val: Any) -> Array:
+    return elementwise(np.imag, asarray(val), name="imag")
+
+
+def angle(z: Any, deg: bool = False) -> Array:
+    return elementwise(functools.partial(np.angle, deg=deg), asarray(z), name="angle")
+
+
+def isreal(x: Any) -> Array:
+    return elementwise(np.isreal, asarray(x), name="isreal")
+
+
+def iscomplex(x: Any) -> Array:
+    return elementwise(np.iscomplex, asarray(x), name="iscomplex")
+
+
+def isrealobj(x: Any) -> bool:
+    return asarray(x).dtype.kind != "c"
+
+
+def iscomplexobj(x: Any) -> bool:
+    return asarray(x).dtype.kind == "c"
+
+
+def isposinf(x: Any) -> Array:
+    return elementwise(np.isposinf, asarray(x), name="isposinf")
+
+
+def isneginf(x: Any) -> Array:
+    return elementwise(np.isneginf, asarray(x), name="isneginf")
+
+
+def sinc(x: Any) -> Array:
+    return elementwise(np.sinc, asarray(x), name="sinc")
+
+
+def real_if_close(a: Any, tol: float = 100) -> Array:
+    """The real part when every imaginary part is within ``tol`` machine epsilons
+    (one small forced reduction decides the result's dtype)."""
+    x = asarray(a)
+    if x.dtype.kind != "c":
+        return x
+    eps = np.finfo(x.dtype).eps * tol if tol > 1 else tol
+    from spartan.frontend.reductions import all as _all
+
+    return real(x) if bool(_all(abs(imag(x)) < eps)) else x
+
+
+def isclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Array:
+    """Element-wise ``|a - b| <= atol + rtol * |b|`` (see :func:`numpy.isclose`)."""
+    fn = functools.partial(np.isclose, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return elementwise(fn, asarray(a), b, name="isclose")
+
+
+def allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    """Whether every element is close (forces a one-element result)."""
+    from spartan.frontend.reductions import all as _all
+
+    return bool(_all(isclose(a, b, rtol, atol, equal_nan)))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """Same shape and elements (forces a one-element result)."""
+    from spartan.frontend.reductions import all as _all
+
+    x, y = asarray(a1), asarray(a2)
+    if x.shape != y.shape:
+        return False
+    if equal_nan and x.dtype.kind in "fc" and y.dtype.kind in "fc":
+        return bool(_all((x == y) | (np.isnan(x) & np.isnan(y))))
+    return bool(_all(x == y))
+
+
+def array_equiv(a1: Any, a2: Any) -> bool:
+    """Equal after broadcasting (False when the shapes do not broadcast)."""
+    from spartan.frontend.reductions import all as _all
+
+    x, y = asarray(a1), asarray(a2)
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return False
+    return bool(_all(x == y))
