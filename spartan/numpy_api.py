@@ -35,72 +35,6 @@ from spartan.frontend.creation import (
     zeros,
     zeros_like,
 )
-from spartan.frontend.indexing import nonzero
-from spartan.frontend.linalg import (
-    diagonal,
-    dot,
-    einsum,
-    inner,
-    matmul,
-    outer,
-    tensordot,
-    trace,
-    vdot,
-)
-from spartan.frontend.manipulation import (
-    astype,
-    broadcast_arrays,
-    broadcast_to,
-    concatenate,
-    copy,
-    expand_dims,
-    flatten,
-    hstack,
-    matrix_transpose,
-    moveaxis,
-    ravel,
-    reshape,
-    retile,
-    squeeze,
-    stack,
-    swapaxes,
-    transpose,
-    vstack,
-    where,
-)
-from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
-from spartan.frontend.reductions import (
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    max,
-    mean,
-    min,
-    prod,
-    ptp,
-    std,
-    sum,
-    var,
-)
-from spartan.frontend.scan import cumprod, cumsum
-from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
-
-globals().update(_all_ufuncs())
-
-# NumPy's scalar types and constants, so `import spartan as np` code keeps working
-for _name in (
-    "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
-    "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
-    "result_type can_cast promote_types issubdtype integer floating number generic "
-    "complexfloating signedinteger unsignedinteger errstate"
-).split():
-    globals()[_name] = getattr(_np, _name)
-bool = _np.bool_  # noqa: A001
-
 from spartan.frontend.elementwise import (
     allclose,
     angle,
@@ -134,6 +68,39 @@ from spartan.frontend.fancy import (
     take,
     take_along_axis,
 )
+from spartan.frontend.indexing import nonzero
+from spartan.frontend.linalg import (
+    diagonal,
+    dot,
+    einsum,
+    inner,
+    matmul,
+    outer,
+    tensordot,
+    trace,
+    vdot,
+)
+from spartan.frontend.manipulation import (
+    astype,
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    copy,
+    expand_dims,
+    flatten,
+    hstack,
+    matrix_transpose,
+    moveaxis,
+    ravel,
+    reshape,
+    retile,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    vstack,
+    where,
+)
 from spartan.frontend.nanfuncs import (
     nanargmax,
     nanargmin,
@@ -147,6 +114,25 @@ from spartan.frontend.nanfuncs import (
     nansum,
     nanvar,
 )
+from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
+from spartan.frontend.reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    prod,
+    ptp,
+    std,
+    sum,
+    var,
+)
+from spartan.frontend.scan import cumprod, cumsum
 from spartan.frontend.sorting import (
     argpartition,
     argsort,
@@ -154,3 +140,16 @@ from spartan.frontend.sorting import (
     searchsorted,
     sort,
 )
+from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
+
+globals().update(_all_ufuncs())
+
+# NumPy's scalar types and constants, so `import spartan as np` code keeps working
+for _name in (
+    "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
+    "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
+    "result_type can_cast promote_types issubdtype integer floating number generic "
+    "complexfloating signedinteger unsignedinteger errstate"
+).split():
+    globals()[_name] = getattr(_np, _name)
+bool = _np.bool_  # noqa: A001
