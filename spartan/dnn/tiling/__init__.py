@@ -1,0 +1,23 @@
+"""SoyBean-style optimal tensor tiling of DNN graphs (hybrid data/model parallelism).
+
+>>> from spartan.dnn.zoo import mlp
+>>> from spartan.dnn.tiling.onecut import one_cut
+>>> g = mlp(400, [300] * 4, activation=None, bias=False, loss=False)
+>>> one_cut(g, fixed={"x": 0, "dfc3:out": 0}, unit="elements").cost
+540000.0
+"""
+
+from spartan.dnn.tiling.forms import RED, REP, Form, aligned_forms, conversion
+from spartan.dnn.tiling.onecut import OneCut, build_problem, one_cut, one_cut_exhaustive
+
+__all__ = [
+    "RED",
+    "REP",
+    "Form",
+    "OneCut",
+    "aligned_forms",
+    "build_problem",
+    "conversion",
+    "one_cut",
+    "one_cut_exhaustive",
+]
