@@ -42,7 +42,14 @@ from spartan.dnn.graph import Graph, TensorKind
 from spartan.dnn.swap.kernels import run_kernel
 from spartan.dnn.swap.plan import COMPUTE, STREAMS, SWAP_IN, SWAP_OUT, Slot, SwapPlan
 
-__all__ = ["RunResult", "run_emulated", "run_unconstrained", "run_cupy", "random_feeds"]
+__all__ = [
+    "RunResult",
+    "run_emulated",
+    "run_unconstrained",
+    "run_cupy",
+    "profile_cupy",
+    "random_feeds",
+]
 
 
 @dataclass
@@ -201,7 +208,14 @@ class _Device:
         self.res.reset()
         for t, slot in plan.initial.items():
             self.res.place(t, slot)
-            self.view(t, slot)[...] = values[t]
+            self.write(self.view(t, slot), values[t])
+
+    def write(self, view: Any, value: Any) -> None:
+        """Copy ``value`` (a host or device array) into a device view."""
+        if self.xp is not np and isinstance(value, np.ndarray):
+            view.set(np.ascontiguousarray(value))
+        else:
+            view[...] = value
 
     def compute(self, node: int) -> None:
         plan, res = self.plan, self.res
@@ -316,16 +330,17 @@ def run_cupy(
     memory_limit: float | None = None,
 ) -> RunResult:
     """Execute ``plan`` on the current CUDA device with CuPy: compute, swap-in and
-    swap-out streams ordered by events; the CuPy memory pool is capped at
-    ``memory_limit`` (default: the plan's device capacity)."""
+    swap-out streams ordered by events; the CuPy memory pool (pool objects plus kernel
+    temporaries) is capped at ``memory_limit`` (default: the plan's device capacity), so
+    exceeding it raises CuPy's OutOfMemoryError."""
     import cupy as cp
     import cupyx
 
     wl = plan.workload
     mempool = cp.get_default_memory_pool()
     mempool.free_all_blocks()
-    limit = int(wl.capacity if memory_limit is None else memory_limit)
-    mempool.set_limit(size=limit)
+    limit = wl.capacity if memory_limit is None else memory_limit
+    mempool.set_limit(size=int(limit) if np.isfinite(limit) else 0)  # 0: no limit
     try:
         dev = _Device(cp, plan, graph)
         host: dict[str, Any] = {}
@@ -361,7 +376,9 @@ def run_cupy(
                         dev.view(t, slot).set(host[wl.tensor_names[t]], stream=s)
                     else:
                         t, slot = plan.release[i][0]
-                        dev.view(t, slot).get(stream=s, out=host[wl.tensor_names[t]])
+                        dev.view(t, slot).get(
+                            stream=s, out=host[wl.tensor_names[t]], blocking=False
+                        )
                     for t, slot in plan.release[i]:
                         dev.res.release(t, slot)
                 events[i].record(s)
@@ -382,3 +399,48 @@ def run_cupy(
     finally:
         mempool.free_all_blocks()
         mempool.set_limit(size=0)
+
+
+def profile_cupy(
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray],
+    state: Mapping[str, np.ndarray],
+    repeats: int = 3,
+    probe_bytes: int = 256 * 2**20,
+) -> tuple[dict[str, float], float]:
+    """Measure on the current GPU, with every tensor resident: the median time of each op
+    (CUDA events, after a warm-up pass) and the pinned host-to-device bandwidth (B/s) of a
+    ``probe_bytes`` copy. Returns ``(op_times, host_bw)`` for :class:`Workload`."""
+    import cupy as cp
+    import cupyx
+
+    persistent = {k: cp.asarray(v) for k, v in state.items()}
+    inputs = {k: cp.asarray(v) for k, v in feeds.items()}
+    samples: dict[str, list[float]] = {o.name: [] for o in graph.ops}
+    for rep in range(repeats + 1):
+        values: dict[str, Any] = {**inputs, **persistent}
+        for op in graph.ops:
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            out = run_kernel(cp, op.type, [values[t] for t in op.inputs], op.attrs)
+            end.record()
+            end.synchronize()
+            _store_outputs(op.outputs, op.inplace, out, values)
+            if rep:  # the first pass warms up cuBLAS and the memory pool
+                samples[op.name].append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+        del values
+    host = cupyx.empty_pinned((probe_bytes,), np.uint8)
+    dev = cp.empty(probe_bytes, cp.uint8)
+    times = []
+    for _ in range(repeats + 1):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        dev.set(host)
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    del persistent, inputs, dev
+    cp.get_default_memory_pool().free_all_blocks()
+    return {k: float(np.median(v)) for k, v in samples.items()}, probe_bytes / float(
+        np.median(times[1:])
+    )

@@ -11,8 +11,8 @@ host link bandwidth. It is cheap to pickle, so worker processes receive it once.
 ...     _ = g.add_tensor(n, (256, 256), k)
 >>> _ = g.add_op("fc", "matmul", ["x", "w"], ["y"], Phase.FORWARD, flops=2 * 256**3)
 >>> wl = Workload.from_graph(g, capacity=1 << 20, host_bw=12e9, op_times={"fc": 1e-3})
->>> wl.n_ops, wl.sizes, wl.compute_time
-(1, (262144,), 0.001)
+>>> wl.n_ops, wl.sizes, wl.compute_time, wl.peak_bytes()
+(1, (262144,), 0.001, 786432)
 """
 
 from __future__ import annotations
@@ -141,6 +141,30 @@ class Workload:
     def total_bytes(self) -> int:
         """Bytes of all tensors: the memory an iteration needs without any reuse."""
         return sum(self.nbytes)
+
+    def peak_bytes(self, schedule: Sequence[int] | None = None) -> int:
+        """Peak device bytes of ``schedule`` (default: graph order) with unlimited memory:
+        persistent tensors always resident, others from production (or first use, for
+        inputs) until their last use; the memory the iteration needs without swapping."""
+        order = self.default_schedule() if schedule is None else list(schedule)
+        last = [-1] * self.n_tensors
+        for pos, op in enumerate(order):
+            for t in self.op_tensors(op):
+                last[t] = pos
+        live = sum(b for b, p in zip(self.nbytes, self.persistent, strict=True) if p)
+        peak = live
+        resident = [p for p in self.persistent]
+        for pos, op in enumerate(order):
+            for t in self.op_tensors(op):
+                if not resident[t]:
+                    resident[t] = True
+                    live += self.nbytes[t]
+            peak = max(peak, live)
+            for t in self.op_tensors(op):
+                if last[t] == pos and not (self.persistent[t] or self.keep[t]):
+                    resident[t] = False
+                    live -= self.nbytes[t]
+        return peak
 
     def transfer_time(self, tensor: int) -> float:
         """Seconds to copy ``tensor`` across the host link in one direction."""
