@@ -153,3 +153,16 @@ for _name in (
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001
+from spartan.frontend.statistics import (
+    average,
+    bincount,
+    corrcoef,
+    cov,
+    histogram,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
+)

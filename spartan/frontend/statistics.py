@@ -1,0 +1,382 @@
+"""Order statistics and counting: median, percentile, quantile, average, bincount,
+histogram.
+
+Along axes, order statistics run lane by lane in one ``join_update``
+(:func:`~spartan.frontend.alongaxis.along_axes`); over the whole array they read a few
+ranks of the distributed sample sort, so nothing is gathered. ``bincount`` and
+``histogram`` add per-tile counts with a ``join_update`` (only counts travel).
+
+>>> sp.median(x); sp.percentile(x, [5, 95], axis=0); sp.bincount(labels)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.alongaxis import along_axes
+from spartan.frontend.array import Array
+from spartan.frontend.creation import asarray
+from spartan.frontend.join_update import JoinUpdate
+from spartan.frontend.reductions import _out, keep_dims, normalize_axes
+from spartan.frontend.sorting import sort
+from spartan.frontend.ufuncs import elementwise
+
+_METHODS = (
+    "linear",
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "median_unbiased",
+    "normal_unbiased",
+)
+
+
+def _lanes_quantile(q: np.ndarray, method: str, nan: bool, m: np.ndarray) -> np.ndarray:
+    fn = np.nanquantile if nan else np.quantile
+    with np.errstate(all="ignore"):
+        out = fn(m, q, axis=1, method=method)
+    return np.moveaxis(np.asarray(out), -1, 0) if q.ndim else out
+
+
+def _ranked(s: Array, q: np.ndarray, method: str, dtype: np.dtype) -> Array:
+    """Quantiles ``q`` of the sorted 1-d ``s`` by reading a few ranks (views)."""
+    from spartan.frontend.manipulation import stack
+
+    n = s.shape[0]
+    vals = []
+    for qi in q.ravel():
+        # NumPy's own rule on a stand-in of n ranks gives the two ranks and the weight
+        probe = np.quantile(np.arange(n, dtype=np.float64), qi, method=method)
+        lo = int(math.floor(probe))
+        hi = min(lo + 1, n - 1)
+        frac = probe - lo
+        a = s[lo].astype(dtype)
+        vals.append(a if frac == 0 else a + (s[hi].astype(dtype) - a) * frac)
+    out = stack(vals) if vals else s[:0].astype(dtype)
+    return out.reshape(q.shape)
+
+
+def _quantile(
+    a: Any, q: Any, axis: Any, method: str, keepdims: bool, nan: bool, out: Any, name: str
+) -> Any:
+    if method not in _METHODS:
+        raise ValueError(f"'{method}' is not a valid method. Use one of: {_METHODS}")
+    x = asarray(a)
+    q = np.asanyarray(q, dtype=np.float64) if not isinstance(q, Array) else q.to_numpy()
+    if np.any((q < 0) | (q > 1)) or np.any(np.isnan(q)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    axes = normalize_axes(axis, x.ndim)
+    dtype = np.quantile(np.ones(2, x.dtype), 0.5, method=method).dtype
+    kept = [i for i in range(x.ndim) if i not in axes]
+    if kept or nan or x.size == 0:
+        fn = functools.partial(_lanes_quantile, q, method, nan)
+        result = along_axes(fn, x, axes, q.shape, dtype, name=name)
+        if q.ndim:  # NumPy puts the quantile axes first
+            nq, nk = q.ndim, result.ndim - q.ndim
+            result = result.transpose(tuple(range(nk, nk + nq)) + tuple(range(nk)))
+    else:
+        s = sort(x.ravel())
+        result = _ranked(s, q, method, dtype)
+        if x.dtype.kind in "fc":  # a NaN anywhere makes the result NaN, as in NumPy
+            last = s[x.size - 1]
+            result = elementwise(np.where, elementwise(np.isnan, last), np.nan, result)
+            result = result.astype(dtype)
+    if keepdims:
+        result = keep_dims(result, [q.ndim + i for i in axes], q.ndim + x.ndim)
+    return _out(result, out)
+
+
+def quantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> Any:
+    """The ``q``-th quantiles (``0 <= q <= 1``) along ``axis`` (see :func:`numpy.quantile`)."""
+    if weights is not None:
+        raise TypeError("spartan.quantile does not take weights")
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, out, "quantile")
+
+
+def percentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> Any:
+    """The ``q``-th percentiles (``0 <= q <= 100``) along ``axis``."""
+    if weights is not None:
+        raise TypeError("spartan.percentile does not take weights")
+    qq = np.true_divide(np.asanyarray(q, dtype=np.float64), 100)
+    if np.any((qq < 0) | (qq > 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile(a, qq, axis, interpolation or method, keepdims, False, out, "percentile")
+
+
+def median(
+    a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
+) -> Any:
+    """The median along ``axis`` (NaN if the lane holds a NaN, like NumPy)."""
+    return _quantile(a, 0.5, axis, "linear", keepdims, False, out, "median")
+
+
+def nanquantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    **kw: Any,
+) -> Any:
+    """Quantiles ignoring NaN."""
+    return _quantile(
+        a, np.asanyarray(q, dtype=np.float64), axis, method, keepdims, True, out, "nanquantile"
+    )
+
+
+def nanpercentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    **kw: Any,
+) -> Any:
+    """Percentiles ignoring NaN."""
+    qq = np.true_divide(np.asanyarray(q, dtype=np.float64), 100)
+    if np.any((qq < 0) | (qq > 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile(a, qq, axis, method, keepdims, True, out, "nanpercentile")
+
+
+def nanmedian(
+    a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False
+) -> Any:
+    """The median ignoring NaN."""
+    return _quantile(a, 0.5, axis, "linear", keepdims, True, out, "nanmedian")
+
+
+def average(
+    a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False
+) -> Any:
+    """Weighted mean along ``axis`` (see :func:`numpy.average`)."""
+    from spartan.frontend.manipulation import broadcast_to
+    from spartan.frontend.reductions import mean
+    from spartan.frontend.reductions import sum as _sum
+
+    x = asarray(a)
+    if weights is None:
+        avg = mean(x, axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        count = np.asarray(x.size // max(avg.size, 1), avg.dtype)
+        return avg, broadcast_to(asarray(count), avg.shape)
+    w = asarray(weights)
+    axes = normalize_axes(axis, x.ndim)
+    if w.shape != x.shape:
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        if w.ndim != len(axes) or w.shape != tuple(x.shape[i] for i in axes):
+            raise ValueError(
+                "Shape of weights must be consistent with shape of a along specified axis."
+            )
+        shape = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
+        w = w.reshape(shape)
+    rdtype = np.result_type(x.dtype, w.dtype, np.float64 if x.dtype.kind in "biu" else x.dtype)
+    scl = _sum(broadcast_to(w, x.shape).astype(rdtype), axes, keepdims=keepdims)
+    total = _sum(elementwise(np.multiply, x, w).astype(rdtype), axes, keepdims=keepdims)
+    avg = elementwise(np.true_divide, total, scl)
+    if returned:
+        return avg, scl
+    return avg
+
+
+class _BinCount:
+    def __init__(self, length: int, weighted: bool):
+        self.length, self.weighted = length, weighted
+
+    def __call__(self, extents, x: np.ndarray, *w: np.ndarray):
+        counts = np.bincount(x, weights=w[0] if self.weighted else None, minlength=self.length)
+        return [((), counts)]
+
+
+def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Array:
+    """Occurrences of each non-negative integer (summed weights with ``weights``).
+
+    The output length is ``max(x) + 1``: one forced scalar reduction gives it (the
+    documented data-dependent step); the counts of every tile are then added by a
+    ``join_update`` (communication: one count vector per tile).
+    """
+    from spartan.frontend.reductions import max as _max
+    from spartan.frontend.reductions import min as _min
+
+    v = asarray(x)
+    if v.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if v.dtype.kind not in "biu":
+        raise TypeError(
+            "Cannot cast array data from dtype('float64') to dtype('int64') "
+            "according to the rule 'safe'"
+        )
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    length = minlength
+    if v.size:
+        if int(_min(v)) < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        length = max(length, int(_max(v)) + 1)
+    inputs = [v._expr]
+    dtype = np.intp
+    if weights is not None:
+        w = asarray(weights)
+        if w.shape != v.shape:
+            raise ValueError("The weights and list don't have the same length.")
+        inputs.append(w.astype(np.float64)._expr)
+        dtype = np.float64
+    expr = JoinUpdate(
+        _BinCount(length, weights is not None),
+        np.add,
+        inputs,
+        [0] * len(inputs),
+        (length,),
+        dtype,
+        name="bincount",
+    )
+    return Array(expr)
+
+
+class _Histogram:
+    def __init__(self, edges: np.ndarray, weighted: bool):
+        self.edges, self.weighted = edges, weighted
+
+    def __call__(self, extents, x: np.ndarray, *w: np.ndarray):
+        h, _ = np.histogram(x, self.edges, weights=w[0] if self.weighted else None)
+        return [((), h)]
+
+
+def histogram(
+    a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Array, np.ndarray]:
+    """Counts of ``a`` in ``bins`` and the bin edges (see :func:`numpy.histogram`).
+
+    Without ``range``, the data's min and max are two forced scalars (the edges are
+    small driver-side data); per-tile histograms are added by a ``join_update``.
+    """
+    from spartan.frontend.reductions import max as _max
+    from spartan.frontend.reductions import min as _min
+
+    x = asarray(a).ravel()
+    if isinstance(bins, str):
+        raise TypeError("spartan.histogram takes a bin count or explicit edges")
+    if np.ndim(bins) == 0:
+        if range is None:
+            lo, hi = (float(_min(x)), float(_max(x))) if x.size else (0.0, 1.0)
+        else:
+            lo, hi = range
+        edges = np.histogram_bin_edges(np.array([lo, hi]), int(bins), range=(lo, hi))
+    else:
+        edges = np.asarray(bins)
+        if np.any(edges[:-1] > edges[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+    inputs = [x._expr]
+    dtype = np.intp
+    if weights is not None:
+        w = asarray(weights).ravel()
+        if w.shape != x.shape:
+            raise ValueError("weights should have the same shape as a.")
+        inputs.append(w._expr)
+        dtype = np.result_type(w.dtype, np.float64) if w.dtype.kind in "f" else w.dtype
+    expr = JoinUpdate(
+        _Histogram(edges, weights is not None),
+        np.add,
+        inputs,
+        [0] * len(inputs),
+        (len(edges) - 1,),
+        dtype,
+        name="histogram",
+    )
+    hist = Array(expr)
+    if density:
+        widths = np.diff(edges).astype(np.float64)
+        from spartan.frontend.reductions import sum as _sum
+
+        hist = hist / _sum(hist) / widths
+    return hist, edges
+
+
+def cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: Any = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    *,
+    dtype: Any = None,
+) -> Array:
+    """Covariance matrix of the rows (variables) of ``m`` (a ``dot`` of the centred data)."""
+    from spartan.frontend.linalg import dot
+    from spartan.frontend.manipulation import concatenate
+    from spartan.frontend.reductions import mean
+
+    if fweights is not None or aweights is not None:
+        raise TypeError("spartan.cov does not take fweights/aweights")
+    x = asarray(m)
+    if x.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    x = x.reshape(1, -1) if x.ndim < 2 else x
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if y is not None:
+        yy = asarray(y)
+        yy = yy.reshape(1, -1) if yy.ndim < 2 else yy
+        if not rowvar and yy.shape[0] != 1:
+            yy = yy.T
+        x = concatenate([x, yy], axis=0)
+    rdtype = dtype or np.result_type(x.dtype, np.float64)
+    x = x.astype(rdtype)
+    n = x.shape[1]
+    d = ddof if ddof is not None else (0 if bias else 1)
+    xc = x - mean(x, axis=1, keepdims=True)
+    c = dot(xc, np.conj(xc).T if x.dtype.kind == "c" else xc.T) / max(n - d, 0)
+    return c.reshape(()) if c.shape == (1, 1) else c
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Array:
+    """Pearson correlation coefficients (``cov`` normalised by the standard deviations)."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c
+    from spartan.frontend.linalg import diagonal
+
+    d = np.sqrt(diagonal(c))
+    out = c / d[:, None] / d[None, :]
+    return np.clip(out, -1, 1) if out.dtype.kind != "c" else out
