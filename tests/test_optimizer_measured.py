@@ -166,6 +166,22 @@ def test_join_update_reads_and_updates(backend, k):
             j = sp.join_update(_whole, np.add, [x, y], axes=[1, 0], shape=(SHAPE[0], 6))
             pj = t.p.join_update([px, py], [1, 0], (SHAPE[0], 6))
             t.run(j, pj, to)
+            # two groups, updates onto a base array
+            base, pbase = t.rand((SHAPE[0], 6), tilings((SHAPE[0], 6), t.P)[(k + 2) % 4])
+            expr = JoinUpdate(
+                _rows,
+                np.add,
+                [x._expr, y._expr],
+                [0, -1],
+                (SHAPE[0], 6),
+                float,
+                base=base._expr,
+                groups=2,
+            )
+            pj = t.p.join_update(
+                [px, py], [0, -1], (SHAPE[0], 6), update_axis=0, groups=2, base=pbase
+            )
+            t.run(sp.Array(expr), pj, to)
     t.check()
 
 

@@ -39,7 +39,7 @@ How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -190,21 +190,26 @@ def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory)
         ]
     factor = history.factor(node.params.get("site"))
     if op == "join_update":
-        return _join_terms(node, xs, node.params["axes"], node.params["update_axis"], factor, P)
+        joined = xs[: len(node.params["axes"])]
+        terms = _join_terms(node, joined, factor, P)
+        if node.params["has_base"]:  # each output tile starts from its region of the base
+            b = xs[-1]
+            terms.append(
+                Term((b.root, me), lambda r, c: _map_read(b.key, r.tiling, node.shape, c.tiling, P))
+            )
+        return terms
     if op == "dot":
         return _dot_terms(node, xs, factor, P)
     raise ValueError(f"no cost profile for operator {op!r}")
 
 
-def _join_terms(
-    node: Node,
-    xs: list[_Input],
-    axes: Sequence[int],
-    update_axis: int | None,
-    factor: float,
-    P: int,
-) -> list[Term]:
+def _join_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term]:
     me = node.id
+    axes, update_axis, fixed = (
+        node.params["axes"],
+        node.params["update_axis"],
+        node.params["groups"],
+    )
     f = next((i for i, a in enumerate(axes) if a >= 0), None)
 
     def update(tasks: tuple, c: Choice) -> int:
@@ -212,8 +217,9 @@ def _join_terms(
             factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
         )
 
-    if f is None:  # every input whole: one task on worker 0
-        tasks = (1, (0,))
+    if f is None:  # every input whole: one task on worker 0 (or the groups asked for)
+        g = fixed or 1
+        tasks = (g, tuple(i * P // g for i in range(g)))
         terms = [
             Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks, P))
             for x, a in zip(xs, axes)
@@ -224,7 +230,7 @@ def _join_terms(
         Term(
             (first.root,),
             lambda r: _join_read(
-                first.key, r.tiling, fa, _join_tasks(first.key, fa, r.tiling, P), P
+                first.key, r.tiling, fa, _join_tasks(first.key, fa, r.tiling, P, fixed), P
             ),
         )
     ]
@@ -234,12 +240,15 @@ def _join_terms(
                 Term(
                     (first.root, x.root),
                     lambda rf, r, x=x, a=a: _join_read(
-                        x.key, r.tiling, a, _join_tasks(first.key, fa, rf.tiling, P), P
+                        x.key, r.tiling, a, _join_tasks(first.key, fa, rf.tiling, P, fixed), P
                     ),
                 )
             )
     terms.append(
-        Term((first.root, me), lambda rf, c: update(_join_tasks(first.key, fa, rf.tiling, P), c))
+        Term(
+            (first.root, me),
+            lambda rf, c: update(_join_tasks(first.key, fa, rf.tiling, P, fixed), c),
+        )
     )
     return terms
 
@@ -379,12 +388,20 @@ def _concat_read(
 
 
 @lru_cache(maxsize=65536)
-def _join_tasks(key: tuple, axis: int, root_t: Tiling, P: int) -> tuple[int, tuple[int, ...]]:
-    """(groups, worker of each group) of a join whose first joined input is ``key``."""
+def _join_tasks(
+    key: tuple, axis: int, root_t: Tiling, P: int, fixed: int | None = None
+) -> tuple[int, tuple[int, ...]]:
+    """(groups, worker of each group) of a join whose first joined input is ``key``:
+    ``fixed`` groups, else one per tile along the axis, else ``min(n, P)``."""
     shape = key[3]
     t = _grid(key, root_t)
     n = shape[axis]
-    groups = t.cuts[axis] if not t.replicated and t.cuts[axis] > 1 else max(1, min(n, P))
+    if fixed:
+        groups = fixed
+    elif not t.replicated and t.cuts[axis] > 1:
+        groups = t.cuts[axis]
+    else:
+        groups = max(1, min(n, P))
     if t.replicated or key[2] is not None:
         return groups, tuple(g * P // groups for g in range(groups))
     workers = []

@@ -218,12 +218,16 @@ class Program:
         itemsize: int = 8,
         update_axis: int | None = None,
         site: Any = None,
+        groups: int | None = None,
+        base: int | None = None,
         name: str = "",
     ) -> int:
         """Join tile groups of each input along ``axes`` (-1: the whole input joins every
         group); each task updates slab ``g`` of the output along ``update_axis``, or the
         whole output when it is ``None``. ``site`` names the call site, so measured
-        update bytes from an earlier run correct the estimate."""
+        update bytes from an earlier run correct the estimate. ``groups`` fixes the
+        number of groups; ``base`` is an array of the output's shape the updates start
+        from (each output tile reads its region of it)."""
         nodes = [self._input(i) for i in inputs]
         if len(axes) != len(nodes):
             raise ValueError(f"join_update got {len(nodes)} inputs but {len(axes)} axes")
@@ -233,15 +237,25 @@ class Program:
         shape = _shape(shape)
         if update_axis is not None:
             update_axis = _axis(update_axis, len(shape))
+        if groups is not None and operator.index(groups) < 1:
+            raise ValueError(f"groups must be >= 1, got {groups}")
+        ids = [n.id for n in nodes]
+        if base is not None:
+            bn = self._input(base)
+            if bn.shape != shape:
+                raise ValueError(f"base shape {bn.shape} differs from the output shape {shape}")
+            ids.append(bn.id)
         return self._add(
             "join_update",
             shape,
             _itemsize(itemsize),
-            [n.id for n in nodes],
+            ids,
             name,
             axes=norm,
             update_axis=update_axis,
             site=site,
+            groups=groups,
+            has_base=base is not None,
         )
 
     def dot(

@@ -104,16 +104,37 @@ def greedy(graph: TilingGraph, budget: int) -> list[int]:
 
 # ---- local improvement -----------------------------------------------------------------
 def improve(
-    graph: TilingGraph, assign: list[int], budget: int, rounds: int | None = None, seed: int = 0
+    graph: TilingGraph,
+    assign: list[int],
+    budget: int,
+    rounds: int | None = None,
+    seed: int = 0,
+    window: int = 8,
 ) -> list[int]:
-    """Descend from ``assign`` with group and edge moves, then perturb and descend
-    again ``rounds`` times (default: 4 per var), keeping the best."""
+    """Local search from ``assign``: descend with group and edge moves; re-solve exactly
+    the neighbourhood (up to ``window`` groups, breadth first) of every group with the
+    rest held; then perturb and descend ``rounds`` times (default: 2 per var)."""
     adj = _Adjacency(graph)
     pairs = sorted({(u, v) for f in graph.factors for u in f.scope for v in f.scope if u < v})
     best = _descend(graph, adj, pairs, list(assign), budget)
     best_cost = graph.cost(best)
+    neighbours = [
+        sorted({u for f in graph.factors if v in f.scope for u in f.scope} - {v})
+        for v in range(graph.nvars)
+    ]
+    changed = True
+    while changed:
+        changed = False
+        for v in range(graph.nvars):
+            allowed = [np.array([a]) for a in best]
+            for u in _around(v, neighbours, window):
+                allowed[u] = np.arange(len(graph.choices[u]))
+            trial = exact(graph, budget, allowed=allowed)
+            if trial is not None and graph.cost(trial) < best_cost:
+                best = _descend(graph, adj, pairs, trial, budget)
+                best_cost, changed = graph.cost(best), True
     rng = random.Random(seed)
-    for _ in range(4 * graph.nvars if rounds is None else rounds):
+    for _ in range(2 * graph.nvars if rounds is None else rounds):
         trial = list(best)
         for v in rng.sample(range(graph.nvars), k=min(graph.nvars, rng.randint(1, 3))):
             trial[v] = rng.randrange(len(graph.choices[v]))
@@ -124,6 +145,17 @@ def improve(
         if cost < best_cost:
             best, best_cost = trial, cost
     return best
+
+
+def _around(v: int, neighbours: list[list[int]], size: int) -> list[int]:
+    """Up to ``size`` groups nearest to ``v`` (breadth first)."""
+    seen, queue = [v], [v]
+    while queue and len(seen) < size:
+        for u in neighbours[queue.pop(0)]:
+            if u not in seen and len(seen) < size:
+                seen.append(u)
+                queue.append(u)
+    return seen
 
 
 def _descend(
@@ -163,15 +195,24 @@ def _descend(
 
 
 # ---- exact -----------------------------------------------------------------------------
-def exact(graph: TilingGraph, budget: int, limit: int = EXACT_TABLE_LIMIT) -> list[int] | None:
-    """The optimum, or ``None`` when some elimination table would exceed ``limit``.
+def exact(
+    graph: TilingGraph,
+    budget: int,
+    limit: int = EXACT_TABLE_LIMIT,
+    allowed: list[np.ndarray] | None = None,
+) -> list[int] | None:
+    """The optimum (over ``allowed`` choice indices per var, default all), or ``None``
+    when some elimination table would exceed ``limit``.
 
     Branch and bound on duplication: solve without the budget's coupling (each choice
     only has to fit alone); if the optimum overspends, branch on its largest duplicated
     group (not duplicated / duplicated with the budget reduced)."""
     best: list[int] | None = None
     best_cost = math.inf
-    stack = [(_allowed(graph, budget), budget, frozenset())]
+    fits = _allowed(graph, budget)
+    if allowed is not None:
+        fits = [a[graph.memory[v][a] <= budget] for v, a in enumerate(allowed)]
+    stack = [(fits, budget, frozenset())]
     while stack:
         allowed, left, forced = stack.pop()
         solved = _eliminate(graph, allowed, limit)
