@@ -142,6 +142,19 @@ from spartan.frontend.sorting import (
 )
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 
+from spartan.frontend.sets import (
+    intersect1d,
+    isin,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+
 globals().update(_all_ufuncs())
 
 # NumPy's scalar types and constants, so `import spartan as np` code keeps working

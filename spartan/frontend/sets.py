@@ -1,0 +1,195 @@
+"""Set routines on the distributed sample sort: ``unique`` (with first indices,
+inverse and counts), ``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``,
+``setxor1d`` and the array API ``unique_*`` functions.
+
+``unique`` sorts once (:class:`~spartan.frontend.sorting.SampleSort`), marks the first
+element of every run with a map over two shifted views, and filters; the inverse is a
+scan of the marks scattered back through the sort permutation.
+
+>>> vals, counts = sp.unique(labels, return_counts=True)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.creation import asarray, ones, zeros
+from spartan.frontend.fancy import Scatter, flatnonzero, take
+from spartan.frontend.indexing import compress_mask
+from spartan.frontend.join_update import JoinUpdate
+from spartan.frontend.manipulation import concatenate
+from spartan.frontend.scan import cumsum
+from spartan.frontend.sorting import _records_field, sort, sorted_records
+from spartan.frontend.ufuncs import elementwise
+
+
+def _differs(equal_nan: bool, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ne = a != b
+    if equal_nan and a.dtype.kind in "fc":
+        ne &= ~(np.isnan(a) & np.isnan(b))
+    return ne
+
+
+def _run_starts(s: Array, equal_nan: bool = True) -> Array:
+    """True where a sorted 1-d array starts a run of equal values."""
+    n = s.shape[0]
+    if n == 0:
+        return zeros((0,), dtype=bool)
+    tail = elementwise(functools.partial(_differs, equal_nan), s[1:], s[:-1], name="run_start")
+    return concatenate([ones((1,), dtype=bool), tail])
+
+
+def unique(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Any:
+    """The sorted unique elements, optionally with first indices, inverse and counts.
+
+    Building it forces the number of unique values (a filter's per-tile counts).
+    """
+    x = asarray(ar)
+    if axis is not None:
+        raise TypeError("spartan.unique works on the flattened array (axis=None)")
+    flat = x.ravel()
+    n = flat.shape[0]
+    rec = sorted_records(flat)
+    s = _records_field(rec, "v", flat.dtype)
+    starts = _run_starts(s, equal_nan)
+    values = compress_mask(s, starts)
+    extra: list[Array] = []
+    if return_index:
+        perm = _records_field(rec, "i", np.intp)
+        extra.append(compress_mask(perm, starts))
+    if return_inverse:
+        perm = _records_field(rec, "i", np.intp)
+        rank = cumsum(starts, dtype=np.intp) - 1
+        inv = Array(Scatter(zeros((n,), dtype=np.intp)._expr, perm._expr, rank._expr))
+        extra.append(inv.reshape(x.shape) if x.ndim > 1 else inv)
+    if return_counts:
+        first = flatnonzero(starts)
+        ends = concatenate([first[1:], asarray(np.array([n], dtype=np.intp))])
+        extra.append(ends - first)
+    return (values, *extra) if extra else values
+
+
+class UniqueAll(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCounts(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverse(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def unique_values(x: Any) -> Array:
+    """The array API ``unique_values``."""
+    return unique(x)
+
+
+def unique_counts(x: Any) -> UniqueCounts:
+    return UniqueCounts(*unique(x, return_counts=True))
+
+
+def unique_inverse(x: Any) -> UniqueInverse:
+    return UniqueInverse(*unique(x, return_inverse=True))
+
+
+def unique_all(x: Any) -> UniqueAll:
+    return UniqueAll(*unique(x, return_index=True, return_inverse=True, return_counts=True))
+
+
+class _IsIn:
+    """``f_join``: membership of a group of rows in the whole of the test set."""
+
+    def __init__(self, invert: bool):
+        self.invert = invert
+
+    def __call__(self, extents, block: np.ndarray, test: np.ndarray):
+        return [(extents[0].rows, np.isin(block, test, invert=self.invert))]
+
+
+def isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    kind: Any = None,
+) -> Array:
+    """Whether each element is in ``test_elements``.
+
+    Communication: the test set goes to each group of ``element`` (one ``join_update``);
+    ``element`` stays where it is.
+    """
+    x = asarray(element)
+    test = asarray(test_elements).ravel()
+    src = x.reshape(1) if x.ndim == 0 else x
+    expr = JoinUpdate(
+        _IsIn(invert), None, [src._expr, test._expr], [0, -1], src.shape, bool, name="isin"
+    )
+    out = Array(expr)
+    return out.reshape(()) if x.ndim == 0 else out
+
+
+def intersect1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False
+) -> Any:
+    """Sorted values in both arrays (with their first indices in each, if asked)."""
+    a, b = asarray(ar1).ravel(), asarray(ar2).ravel()
+    if return_indices:
+        u1, i1 = unique(a, return_index=True)
+        u2, i2 = unique(b, return_index=True)
+    else:
+        u1, u2 = (a, b) if assume_unique else (unique(a), unique(b))
+    aux = sort(concatenate([u1, u2]))
+    if aux.shape[0] < 2:
+        common = aux[:0]
+    else:
+        common = compress_mask(aux[:-1], aux[1:] == aux[:-1])
+    if not return_indices:
+        return common
+    from spartan.frontend.sorting import searchsorted
+
+    return common, take(i1, searchsorted(u1, common)), take(i2, searchsorted(u2, common))
+
+
+def union1d(ar1: Any, ar2: Any) -> Array:
+    """Sorted values in either array."""
+    return unique(concatenate([asarray(ar1).ravel(), asarray(ar2).ravel()]))
+
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Array:
+    """Sorted unique values of ``ar1`` not in ``ar2``."""
+    a = asarray(ar1).ravel() if assume_unique else unique(ar1)
+    return compress_mask(a, isin(a, ar2, invert=True))
+
+
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Array:
+    """Sorted values in exactly one of the arrays."""
+    a, b = (asarray(ar1).ravel(), asarray(ar2).ravel())
+    if not assume_unique:
+        a, b = unique(a), unique(b)
+    aux = sort(concatenate([a, b]))
+    if aux.shape[0] == 0:
+        return aux
+    t = ones((1,), dtype=bool)
+    flag = concatenate([t, aux[1:] != aux[:-1], t])
+    return compress_mask(aux, flag[1:] & flag[:-1])
