@@ -63,4 +63,5 @@ def __dir__() -> list[str]:
     return sorted(n for n in globals() if not n.startswith("_"))
 
 
+from spartan.frontend.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from spartan.frontend.explain import explain  # noqa: E402

@@ -22,6 +22,12 @@ class Config:
     dup_budget_bytes: int = 0
     #: raise optimizer errors instead of falling back to local tiling rules (tests)
     strict_optimizer: bool = bool(os.environ.get("SPARTAN_STRICT_OPTIMIZER"))
+    #: memory one worker may use, in bytes (None: a share of the machine's available memory)
+    worker_memory_bytes: int | None = None
+    #: directory for periodic checkpoints of evaluated tiles (None: off)
+    checkpoint_dir: str | None = os.environ.get("SPARTAN_CHECKPOINT_DIR")
+    #: seconds between periodic checkpoints
+    checkpoint_interval: float = 60.0
     #: show a progress bar for evaluations longer than this many seconds (None: never)
     progress_after: float | None = 1.0
 

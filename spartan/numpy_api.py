@@ -133,15 +133,6 @@ from spartan.frontend.reductions import (
     var,
 )
 from spartan.frontend.scan import cumprod, cumsum
-from spartan.frontend.sorting import (
-    argpartition,
-    argsort,
-    partition,
-    searchsorted,
-    sort,
-)
-from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
-
 from spartan.frontend.sets import (
     intersect1d,
     isin,
@@ -154,6 +145,14 @@ from spartan.frontend.sets import (
     unique_inverse,
     unique_values,
 )
+from spartan.frontend.sorting import (
+    argpartition,
+    argsort,
+    partition,
+    searchsorted,
+    sort,
+)
+from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 
 globals().update(_all_ufuncs())
 

@@ -72,3 +72,4 @@ class LocalBackend(Master):
 
     def shutdown(self) -> None:
         self.workers = []
+        self.nworkers = 0

@@ -50,6 +50,7 @@ class Master(ABC):
 
     @staticmethod
     def _remote_pieces(worker: int, inputs: Sequence[Any]) -> list[Piece]:
+        """The pieces a task on ``worker`` fetches from other workers, in input order."""
         return [
             p for inp in inputs if isinstance(inp, Region) for p in inp.pieces if p.worker != worker
         ]

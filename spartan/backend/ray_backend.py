@@ -5,36 +5,93 @@ A task's remote pieces are ``owner.get_piece.remote(...)`` refs passed straight 
 object store and the driver never blocks while building the task graph. Calls from
 the driver to one actor run in submission order, so a piece requested after the task
 that writes its block sees that block.
+
+Workers are spread over every node that offers CPUs (or GPUs), numbered node by node,
+so contiguous runs of tiles share a node. Every put and task is logged
+(:mod:`spartan.backend.lineage`): when a worker dies, it is replaced and the blocks it
+held are rebuilt by re-running the tasks that made them, and the interrupted
+``wait``/``fetch`` completes with the same result.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend.base import Key, Piece
+from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
 from spartan.backend.worker import TaskFailed, Worker
 
 log = logging.getLogger("spartan")
 
+#: errors that mean a worker (or an object it owned) is gone, not a bug in user code
+LOSS_ERRORS = (
+    ray.exceptions.RayActorError,
+    ray.exceptions.ObjectLostError,
+    ray.exceptions.OwnerDiedError,
+)
+
 
 class RayWorker(Worker):
     """:class:`Worker` as a Ray actor: remote pieces arrive as resolved arguments."""
 
+    def __init__(self, index: int) -> None:
+        super().__init__(index, ray.get_runtime_context().get_node_id())
+
     def run_task(self, fn: Callable[..., Any], spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
         return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
 
 
 def _unwrap(error: BaseException) -> BaseException:
     """The user's exception inside a Ray task error, not Ray's wrapper."""
     cause = getattr(error, "cause", None)
     return cause if isinstance(cause, BaseException) else error
+
+
+def _is_loss(error: BaseException) -> bool:
+    return isinstance(error, LOSS_ERRORS) or isinstance(_unwrap(error), LOSS_ERRORS)
+
+
+def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]:
+    """The Ray node id of each worker: every node offering the resources takes a share
+    in proportion to its capacity; workers of one node get consecutive indices."""
+    nodes = []
+    for n in ray.nodes():
+        if not n.get("Alive"):
+            continue
+        res = n.get("Resources", {})
+        cap = int(res.get("CPU", 0) // cpus) if cpus else 1 << 30
+        if gpus:
+            cap = min(cap, int(res.get("GPU", 0) // gpus))
+        if cap > 0:
+            nodes.append((n["NodeID"], cap))
+    if not nodes:
+        raise RuntimeError("no Ray node offers the resources a spartan worker needs")
+    nodes.sort()
+    total = sum(c for _, c in nodes)
+    n = total if num_workers is None else num_workers
+    if n < 1:
+        raise ValueError(f"num_workers must be >= 1, got {n}")
+    slots: list[str] = []
+    while len(slots) < n:  # fill in proportion to capacity, cycling if oversubscribed
+        for node_id, cap in nodes:
+            share = max(1, round(n * cap / total))
+            slots.extend([node_id] * share)
+    return sorted(slots[:n], key=[node for node, _ in nodes].index)
 
 
 class RayBackend(Master):
@@ -51,22 +108,29 @@ class RayBackend(Master):
         super().__init__()
         if not ray.is_initialized():
             raise RuntimeError("RayBackend needs ray.init() first (spartan.init does it)")
-        if num_workers is None:
-            num_workers = max(1, int(ray.cluster_resources().get("CPU", 1) // num_cpus_per_worker))
-        if num_workers < 1:
-            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-        actor = ray.remote(RayWorker).options(
-            num_cpus=num_cpus_per_worker,
-            num_gpus=num_gpus_per_worker,
-            scheduling_strategy="SPREAD",
-            max_restarts=0,
-        )
-        self.actors = [actor.remote(i) for i in range(num_workers)]
-        self.nworkers = num_workers
+        self.cpus, self.gpus = num_cpus_per_worker, num_gpus_per_worker
+        self.slots = worker_slots(num_workers, num_cpus_per_worker, num_gpus_per_worker)
+        self.nworkers = len(self.slots)
+        self.actors = [self._start(i) for i in range(self.nworkers)]
         self.nodes = ray.get([a.ping.remote() for a in self.actors])
-        self._pending: list[ray.ObjectRef] = []
+        self.lineage = Lineage()
+        self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}
-        log.info("spartan: %d Ray workers on %d node(s)", num_workers, len(set(self.nodes)))
+        self.recoveries = 0
+        log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
+
+    def _start(self, index: int) -> Any:
+        strategy = NodeAffinitySchedulingStrategy(self.slots[index], soft=True)
+        return (
+            ray.remote(RayWorker)
+            .options(
+                num_cpus=self.cpus,
+                num_gpus=self.gpus,
+                scheduling_strategy=strategy,
+                max_restarts=0,
+            )
+            .remote(index)
+        )
 
     # ---- transport --------------------------------------------------------------------
     def _fn_ref(self, fn: Callable[..., Any]) -> Any:
@@ -79,7 +143,8 @@ class RayBackend(Master):
         return hit[1]
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
-        self._pending.append(self.actors[worker].put.remote(key, value))
+        rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})
+        self._send(rec)
 
     def _dispatch(
         self,
@@ -90,39 +155,114 @@ class RayBackend(Master):
         want_result: bool,
         remote: list[Piece],
     ) -> Any:
-        refs = [self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm) for p in remote]
-        nodes = [self.nodes[p.worker] for p in remote]
-        # one pickled spec instead of five arguments: Ray serializes each argument apart
-        spec = pickle.dumps((inputs, outputs, want_result, nodes, self.tag), protocol=5)
-        ref = self.actors[worker].run_task.remote(self._fn_ref(fn), spec, *refs)
-        self._pending.append(ref)
+        rec = self.lineage.log(
+            {
+                "worker": worker,
+                "outputs": tuple(outputs),
+                "fn": self._fn_ref(fn),
+                "inputs": tuple(inputs),
+                "want_result": want_result,
+                "tag": self.tag,
+            }
+        )
+        return self._send(rec)
+
+    def _send(self, rec: Record) -> ray.ObjectRef:
+        actor = self.actors[rec.worker]
+        if rec.fn is None:  # a put
+            ref = actor.put.remote(rec.outputs[0], rec.value)
+        else:
+            remote = self._remote_pieces(rec.worker, rec.inputs)
+            refs = [self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm) for p in remote]
+            nodes = [self.nodes[p.worker] for p in remote]
+            # one pickled spec instead of five arguments: Ray serializes each apart
+            spec = pickle.dumps(
+                (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag), protocol=5
+            )
+            ref = actor.run_task.remote(rec.fn, spec, *refs)
+        self._inflight.append((ref, rec))
         return ref
 
+    # ---- waiting, with progress and recovery ---------------------------------------------
+    def wait(self) -> None:
+        for _ in range(3):
+            pending, self._inflight = self._inflight, []
+            try:
+                self._get([ref for ref, _ in pending], progress=True)
+                return
+            except LOSS_ERRORS:
+                self._recover(pending)
+        raise RuntimeError("spartan could not recover from repeated worker failures")
+
     def results(self, handles: Sequence[Any]) -> list[Any]:
+        self.wait()  # rebuilds anything lost first
         return self._get(list(handles))
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
-        refs = [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
-        return self._get(refs)
+        for _ in range(3):
+            try:
+                refs = [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
+                return self._get(refs)
+            except LOSS_ERRORS:
+                self._recover([])
+                self.wait()
+        raise RuntimeError("spartan could not recover from repeated worker failures")
 
-    def _delete(self, worker: int, keys: list[Key]) -> None:
-        self.actors[worker].delete.remote(keys)
-
-    def wait(self) -> None:
-        pending, self._pending = self._pending, []
-        self._get(pending)
-
-    def _get(self, refs: list[Any]) -> list[Any]:
+    def _get(self, refs: list[Any], progress: bool = False) -> list[Any]:
         try:
+            if progress:
+                _await_with_progress(refs)
             values = ray.get(refs)
         except ray.exceptions.RayTaskError as error:
-            self._pending = []
+            if _is_loss(error):
+                raise _unwrap(error) if isinstance(_unwrap(error), LOSS_ERRORS) else error
+            self._inflight = []
             raise _unwrap(error) from None
         for v in values:
             if isinstance(v, TaskFailed):
-                self._pending = []
+                self._inflight = []
                 raise v.error
         return values
+
+    def _recover(self, pending: list[tuple[Any, Record]]) -> None:
+        """Replace dead workers and re-run what is needed to rebuild their blocks."""
+        dead = [i for i, a in enumerate(self.actors) if not _alive(a)]
+        if not dead:
+            raise RuntimeError("a Ray object was lost but every spartan worker is alive")
+        self.recoveries += 1
+        log.warning("spartan: worker(s) %s died; replacing them and rebuilding their tiles", dead)
+        for i in dead:
+            self.actors[i] = self._start(i)
+        self.nodes = ray.get([a.ping.remote() for a in self.actors])
+        gone = set(dead)
+        missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
+        for _, rec in pending:  # interrupted tasks that read from a dead worker
+            if rec.worker in gone or any(w in gone for _, w in rec.needs):
+                missing.update((k, rec.worker) for k in rec.outputs)
+        known = set(self.where)
+
+        def exists(key: Key, w: int) -> bool:
+            return key in known and w in self.where[key] and (key, w) not in missing
+
+        try:
+            plan = self.lineage.replay_plan(missing, exists)
+        except LookupError as err:
+            key, _ = err.args[0]
+            raise RuntimeError(
+                f"tile {key!r} was lost with worker(s) {dead} and cannot be rebuilt: "
+                "no task or checkpoint made it"
+            ) from None
+        for rec in plan:
+            self._send(rec)
+            for key in rec.outputs:
+                self._record(key, rec.worker)
+        log.warning(
+            "spartan: re-ran %d task(s) to rebuild %d lost tile(s)", len(plan), len(missing)
+        )
+
+    # ---- the rest of the API ---------------------------------------------------------------
+    def _delete(self, worker: int, keys: list[Key]) -> None:
+        self.actors[worker].delete.remote(keys)
 
     def _worker_stats(self) -> list[dict[str, Any]]:
         return self._get([a.stats.remote() for a in self.actors])
@@ -135,3 +275,45 @@ class RayBackend(Master):
         for a in self.actors:
             ray.kill(a)
         self.actors = []
+        self.nworkers = 0
+
+
+def _alive(actor: Any) -> bool:
+    try:
+        ray.get(actor.ping.remote(), timeout=30)
+        return True
+    except (*LOSS_ERRORS, ray.exceptions.GetTimeoutError):
+        return False
+
+
+def _interactive() -> bool:
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def _await_with_progress(refs: list[Any]) -> None:
+    """Wait for ``refs``; after ``config.progress_after`` seconds show a progress bar
+    (interactive) or log lines (scripts) counting finished tasks."""
+    from spartan.config import config
+
+    if config.progress_after is None or not refs:
+        return
+    ready, rest = ray.wait(refs, num_returns=len(refs), timeout=config.progress_after)
+    if not rest:
+        return
+    total, done = len(refs), len(ready)
+    bar = None
+    if _interactive():
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, initial=done, desc="spartan", unit="task", leave=False)
+    last_log = time.monotonic()
+    while rest:
+        ready, rest = ray.wait(rest, num_returns=len(rest), timeout=0.5)
+        done += len(ready)
+        if bar is not None:
+            bar.update(len(ready))
+        elif time.monotonic() - last_log > 5:
+            log.info("spartan: %d/%d tasks done", done, total)
+            last_log = time.monotonic()
+    if bar is not None:
+        bar.close()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from spartan.backend import session
-from spartan.frontend import planning
+from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, read_pieces
@@ -85,6 +85,7 @@ def evaluate(*exprs: Expr) -> None:
     planned_at = time.perf_counter()
     ctx = Lowering(backend, tilings, fused)
     lowered = [n for n in order if n.uid not in fused and not n.is_view]
+    memory.check(lowered, tilings, backend.nworkers)
     try:
         for node in lowered:
             backend.tag = node.uid
@@ -95,6 +96,9 @@ def evaluate(*exprs: Expr) -> None:
     backend.wait()
     for node in lowered:
         node.done()
+    from spartan.frontend.checkpoint import periodic
+
+    periodic.after(lowered)
     log.debug(
         "evaluated %d nodes: planned in %.1f ms, ran in %.3f s",
         len(lowered),

@@ -103,6 +103,11 @@ def pieces(
 ) -> list[Piece]:
     """Pieces for selection ``sel`` of ``tiles``, laid out as a region whose axes are
     ``out_axes`` (a base axis per region axis, None for a new unit axis)."""
+    if not getattr(tiles.backend, "nworkers", 0):
+        raise RuntimeError(
+            "this array was computed by a spartan session that has been shut down; "
+            "use save_checkpoint/load_checkpoint to carry arrays between sessions"
+        )
     cuts = (1,) * len(tiles.shape) if tiles.tiling.replicated else tiles.tiling.cuts
     per_axis = [
         _axis_runs(start, count, step, n, c)

@@ -1,0 +1,88 @@
+"""Lineage: the tasks that made each block, so lost blocks can be made again.
+
+The master logs every put and task in submission order. When workers die, the blocks
+they held are lost; :meth:`Lineage.replay_plan` lists the logged tasks to run again
+(in their original order) so that every lost block, and every block a re-run needs
+that is gone too, exists again. Tasks are deterministic, so a re-run gives the same
+block.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spartan.backend.base import Key, Region
+
+
+@dataclass
+class Record:
+    """One logged put (``value`` set) or task, in submission order."""
+
+    seq: int
+    worker: int
+    outputs: tuple[Key, ...]
+    fn: Any = None
+    inputs: tuple[Any, ...] = ()
+    want_result: bool = False
+    value: Any = None  # a put: the driver-owned object to put again
+    tag: Any = None
+    needs: tuple[tuple[Key, int], ...] = field(default=())  # (key, worker) read
+
+
+class Lineage:
+    """The log of puts and tasks, and which (key, worker) each one produced."""
+
+    def __init__(self) -> None:
+        self._seq = itertools.count()
+        self.made_by: dict[tuple[Key, int], Record] = {}
+
+    def log(self, record_args: dict[str, Any]) -> Record:
+        rec = Record(seq=next(self._seq), **record_args)
+        if rec.fn is not None:
+            rec.needs = tuple(_reads(rec.worker, rec.inputs))
+        for key in rec.outputs:
+            self.made_by[(key, rec.worker)] = rec
+        return rec
+
+    def saved(self, key: Key, worker: int, load: Any) -> None:
+        """``key`` on ``worker`` is in a checkpoint: rebuild it with the task ``load``
+        (no inputs) instead of its lineage, which may then be dropped."""
+        old = self.made_by.get((key, worker))
+        seq = old.seq if old is not None else next(self._seq)
+        self.made_by[(key, worker)] = Record(seq=seq, worker=worker, outputs=(key,), fn=load)
+
+    def replay_plan(
+        self, missing: set[tuple[Key, int]], exists: Callable[[Key, int], bool]
+    ) -> list[Record]:
+        """The records to run again so every pair in ``missing`` exists, inputs first."""
+        todo: dict[int, Record] = {}
+        stack = list(missing)
+        seen: set[tuple[Key, int]] = set()
+        while stack:
+            pair = stack.pop()
+            if pair in seen:
+                continue
+            seen.add(pair)
+            rec = self.made_by.get(pair)
+            if rec is None:
+                raise LookupError(pair)
+            if rec.seq in todo:
+                continue
+            todo[rec.seq] = rec
+            for need in rec.needs:
+                if not exists(*need):
+                    stack.append(need)
+        return [todo[s] for s in sorted(todo)]
+
+
+def _reads(worker: int, inputs: Iterable[Any]) -> list[tuple[Key, int]]:
+    out = []
+    for inp in inputs:
+        if isinstance(inp, Region):
+            out.extend((p.key, p.worker) for p in inp.pieces)
+        else:
+            out.append((inp, worker))
+    return out
