@@ -62,10 +62,6 @@ def _unwrap(error: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else error
 
 
-def _is_loss(error: BaseException) -> bool:
-    return isinstance(error, LOSS_ERRORS) or isinstance(_unwrap(error), LOSS_ERRORS)
-
-
 def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]:
     """The Ray node id of each worker: every node offering the resources takes a share
     in proportion to its capacity; workers of one node get consecutive indices."""
@@ -214,8 +210,9 @@ class RayBackend(Master):
                 _await_with_progress(refs)
             values = ray.get(refs)
         except ray.exceptions.RayTaskError as error:
-            if _is_loss(error):
-                raise _unwrap(error) if isinstance(_unwrap(error), LOSS_ERRORS) else error
+            cause = _unwrap(error)
+            if isinstance(cause, LOSS_ERRORS):
+                raise cause from None
             self._inflight = []
             raise _unwrap(error) from None
         for v in values:
