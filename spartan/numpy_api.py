@@ -154,6 +154,36 @@ from spartan.frontend.sorting import (
 )
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 
+from spartan.frontend.manipulation import (
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block,
+    column_stack,
+    concat,
+    delete,
+    dsplit,
+    dstack,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
+    insert,
+    pad,
+    permute_dims,
+    repeat,
+    resize,
+    roll,
+    rot90,
+    split,
+    tile,
+    unstack,
+    vsplit,
+)
+from spartan.frontend.scan import cumulative_prod, cumulative_sum, diff, ediff1d
+
 globals().update(_all_ufuncs())
 
 # NumPy's scalar types and constants, so `import spartan as np` code keeps working

@@ -237,3 +237,408 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
     return elementwise(np.where, condition, x, y, name="where")
+
+
+def permute_dims(a: Any, axes: Sequence[int]) -> Array:
+    """The array API name of :func:`transpose`."""
+    return transpose(a, axes)
+
+
+def concat(arrays: Sequence[Any], axis: int | None = 0) -> Array:
+    """The array API name of :func:`concatenate`."""
+    return concatenate(arrays, axis)
+
+
+def flip(m: Any, axis: Any = None) -> Array:
+    """Reverse the order along ``axis`` (all axes when None): a view."""
+    x = asarray(m)
+    axes = normalize_axes(axis, x.ndim)
+    return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]
+
+
+def fliplr(m: Any) -> Array:
+    x = asarray(m)
+    if x.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(x, 1)
+
+
+def flipud(m: Any) -> Array:
+    x = asarray(m)
+    if x.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(x, 0)
+
+
+def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (views only)."""
+    x = asarray(m)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    a0, a1 = (normalize_axes(a, x.ndim)[0] for a in axes)
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k %= 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a0), a1)
+    perm = list(range(x.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return transpose(flip(x, a1), perm) if k == 1 else flip(transpose(x, perm), a1)
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Array:
+    """Shift elements cyclically along ``axis``: two slices concatenated."""
+    x = asarray(a)
+    if axis is None:
+        return roll(x.ravel(), shift, 0).reshape(x.shape)
+    shifts = np.broadcast_to(
+        np.atleast_1d(shift),
+        np.broadcast_shapes(np.shape(np.atleast_1d(shift)), np.shape(np.atleast_1d(axis))),
+    )
+    axes = np.broadcast_to(np.atleast_1d(axis), shifts.shape)
+    total: dict[int, int] = {}
+    for s, ax in zip(shifts, axes):
+        (i,) = normalize_axes(int(ax), x.ndim)
+        total[i] = total.get(i, 0) + int(s)
+    for i, s in total.items():
+        n = x.shape[i]
+        s = s % n if n else 0
+        if s:
+            head = tuple(slice(n - s, None) if d == i else slice(None) for d in range(x.ndim))
+            tail = tuple(slice(0, n - s) if d == i else slice(None) for d in range(x.ndim))
+            x = concatenate([x[head], x[tail]], axis=i)
+    return x
+
+
+def tile(A: Any, reps: Any) -> Array:
+    """``A`` repeated ``reps`` times along each axis (concatenations of the same tiles)."""
+    x = asarray(A)
+    reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
+    if any(r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
+    nd = max(x.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    x = x.reshape((1,) * (nd - x.ndim) + x.shape)
+    for i, r in enumerate(reps):
+        if r != 1:
+            x = (
+                concatenate([x] * r, axis=i)
+                if r
+                else x[tuple(slice(0, 0) if d == i else slice(None) for d in range(nd))]
+            )
+    return x
+
+
+def repeat(a: Any, repeats: Any, axis: Any = None) -> Array:
+    """Each element repeated ``repeats`` times along ``axis`` (a ``take``)."""
+    from spartan.frontend.creation import arange
+    from spartan.frontend.fancy import take
+
+    x = asarray(a)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    (ax,) = normalize_axes(axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(repeats, Array):
+        reps = repeats
+        if reps.ndim == 0 or reps.shape == (1,):
+            reps = broadcast_to(reps.reshape(()), (n,))
+        from spartan.frontend.scan import cumsum
+        from spartan.frontend.sorting import searchsorted
+
+        ends = cumsum(reps)
+        total = int(ends[n - 1]) if n else 0
+        idx = searchsorted(ends, arange(total, dtype=np.intp), side="right")
+        return take(x, idx, ax)
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iu" and reps.size:
+        raise TypeError(
+            "Cannot cast array data from dtype('float64') to dtype('int64') "
+            "according to the rule 'safe'"
+        )
+    if np.any(reps < 0):
+        raise ValueError("repeats may not contain negative values.")
+    idx = np.repeat(np.arange(n, dtype=np.intp), reps)
+    if reps.ndim == 0 or reps.size == 1:
+        r = int(reps.reshape(-1)[0])
+        from spartan.frontend.creation import arange as _ar
+        from spartan.frontend.ufuncs import elementwise
+
+        return take(x, elementwise(np.floor_divide, _ar(n * r, dtype=np.intp), r), ax)
+    return take(x, asarray(idx), ax)
+
+
+def _pad_width(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    pw = np.asarray(pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")
+    pw = np.broadcast_to(pw, (ndim, 2))
+    if np.any(pw < 0):
+        raise ValueError("index can't contain negative values")
+    return [(int(a), int(b)) for a, b in pw]
+
+
+def _edge_block(x: Array, axis: int, lo: int, hi: int) -> Array:
+    return x[tuple(slice(lo, hi) if d == axis else slice(None) for d in range(x.ndim))]
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
+    """Pad each axis (modes constant, edge, reflect, symmetric, wrap): concatenations
+    of the input with filled blocks or views of its edges."""
+    from spartan.frontend.creation import full
+
+    x = asarray(array)
+    widths = _pad_width(pad_width, x.ndim)
+    if mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        raise ValueError(f"mode '{mode}' is not supported")
+    cvals = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (x.ndim, 2))
+    for i, (before, after) in enumerate(widths):
+        if not before and not after:
+            continue
+        n = x.shape[i]
+        if n == 0 and mode != "constant" and (before or after):
+            raise ValueError(
+                "can't extend empty axis 0 using modes other than 'constant' or 'empty'"
+            )
+        parts = []
+        for side, w in ((0, before), (1, after)):
+            if not w:
+                parts.append(None)
+                continue
+            shape = tuple(w if d == i else m for d, m in enumerate(x.shape))
+            if mode == "constant":
+                block = full(shape, np.asarray(cvals[i][side]).astype(x.dtype)[()], dtype=x.dtype)
+            elif mode == "edge":
+                edge = _edge_block(x, i, 0, 1) if side == 0 else _edge_block(x, i, n - 1, n)
+                block = broadcast_to(edge, shape)
+            else:
+                block = _mirror(x, i, w, side, mode)
+            parts.append(block)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        x = concatenate(pieces, axis=i)
+    return x
+
+
+def _mirror(x: Array, axis: int, w: int, side: int, mode: str) -> Array:
+    """``w`` reflected (or wrapped) elements for one side of ``axis``, built from
+    views of the input and concatenated when ``w`` exceeds one period."""
+    n = x.shape[axis]
+    out, got = [], 0
+    period = (n - 1 if mode == "reflect" else n) or 1
+    src = x
+    while got < w:
+        k = min(w - got, period if mode != "reflect" or n > 1 else 1)
+        if mode == "wrap":
+            blk = _edge_block(src, axis, n - k, n) if side == 0 else _edge_block(src, axis, 0, k)
+        elif mode == "symmetric":
+            blk = (
+                flip(_edge_block(src, axis, 0, k), axis)
+                if side == 0
+                else flip(_edge_block(src, axis, n - k, n), axis)
+            )
+        else:  # reflect: the edge element is not repeated
+            if n == 1:
+                blk = src
+            else:
+                blk = (
+                    flip(_edge_block(src, axis, 1, k + 1), axis)
+                    if side == 0
+                    else flip(_edge_block(src, axis, n - 1 - k, n - 1), axis)
+                )
+        out.append(blk)
+        got += k
+        if mode != "wrap":
+            src = flip(src, axis)
+    if side == 0:
+        out = out[::-1]
+    return concatenate(out, axis=axis) if len(out) > 1 else out[0]
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Array]:
+    """Split into views; sections may be unequal (see :func:`numpy.array_split`)."""
+    x = asarray(ary)
+    (ax,) = normalize_axes(axis, x.ndim)
+    n = x.shape[ax]
+    if np.ndim(indices_or_sections) == 0:
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extra = divmod(n, k)
+        sizes = [each + 1] * extra + [each] * (k - extra)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+    else:
+        bounds = np.concatenate([[0], np.asarray(indices_or_sections, dtype=np.intp), [n]])
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        lo, hi = min(max(int(lo), 0), n), min(max(int(hi), 0), n)
+        out.append(_edge_block(x, ax, lo, max(lo, hi)))
+    return out
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Array]:
+    """Split into equal views (a section count must divide the axis)."""
+    x = asarray(ary)
+    if np.ndim(indices_or_sections) == 0:
+        (ax,) = normalize_axes(axis, x.ndim)
+        if x.shape[ax] % int(indices_or_sections):
+            raise ValueError("array split does not result in an equal division")
+    return array_split(x, indices_or_sections, axis)
+
+
+def hsplit(ary: Any, indices_or_sections: Any) -> list[Array]:
+    x = asarray(ary)
+    if x.ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(x, indices_or_sections, 1 if x.ndim > 1 else 0)
+
+
+def vsplit(ary: Any, indices_or_sections: Any) -> list[Array]:
+    x = asarray(ary)
+    if x.ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(x, indices_or_sections, 0)
+
+
+def dsplit(ary: Any, indices_or_sections: Any) -> list[Array]:
+    x = asarray(ary)
+    if x.ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(x, indices_or_sections, 2)
+
+
+def atleast_1d(*arys: Any) -> Any:
+    out = [asarray(a) if asarray(a).ndim >= 1 else asarray(a).reshape(1) for a in arys]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_2d(*arys: Any) -> Any:
+    out = []
+    for a in arys:
+        x = asarray(a)
+        out.append(x.reshape(1, 1) if x.ndim == 0 else x[None, :] if x.ndim == 1 else x)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    out = []
+    for a in arys:
+        x = asarray(a)
+        if x.ndim == 0:
+            x = x.reshape(1, 1, 1)
+        elif x.ndim == 1:
+            x = x[None, :, None]
+        elif x.ndim == 2:
+            x = x[:, :, None]
+        out.append(x)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def dstack(tup: Sequence[Any]) -> Array:
+    return concatenate(list(atleast_3d(*tup)) if len(tup) > 1 else [atleast_3d(*tup)], axis=2)
+
+
+def column_stack(tup: Sequence[Any]) -> Array:
+    xs = [asarray(a) for a in tup]
+    return concatenate([x[:, None] if x.ndim < 2 else x for x in xs], axis=1)
+
+
+def unstack(x: Any, *, axis: int = 0) -> tuple[Array, ...]:
+    """Views of ``x`` split along ``axis`` (each without that axis)."""
+    a = asarray(x)
+    (ax,) = normalize_axes(axis, a.ndim)
+    return tuple(
+        a[tuple(i if d == ax else slice(None) for d in range(a.ndim))] for i in range(a.shape[ax])
+    )
+
+
+def append(arr: Any, values: Any, axis: Any = None) -> Array:
+    x, v = asarray(arr), asarray(values)
+    if axis is None:
+        return concatenate([x.ravel(), v.ravel()])
+    return concatenate([x, v], axis=axis)
+
+
+def delete(arr: Any, obj: Any, axis: Any = None) -> Array:
+    """``arr`` without the entries ``obj`` along ``axis`` (a ``take`` of the rest)."""
+    from spartan.frontend.fancy import take
+
+    x = asarray(arr)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    (ax,) = normalize_axes(axis, x.ndim)
+    n = x.shape[ax]
+    drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj)
+    if drop.dtype == bool:
+        if drop.shape != (n,):
+            raise ValueError(
+                f"boolean array argument obj to delete must be one dimensional and match the "
+                f"axis length of {n}"
+            )
+        keep = ~drop
+    else:
+        if np.any((drop < -n) | (drop >= n)):
+            bad = int(drop[(drop < -n) | (drop >= n)].flat[0])
+            raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
+        keep = np.ones(n, bool)
+        keep[drop] = False
+    return take(x, asarray(np.flatnonzero(keep).astype(np.intp)), ax)
+
+
+def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Array:
+    """``values`` inserted before index ``obj`` (an integer) along ``axis``."""
+    x = asarray(arr)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    (ax,) = normalize_axes(axis, x.ndim)
+    n = x.shape[ax]
+    if np.ndim(obj) != 0:
+        raise TypeError("spartan.insert takes one integer position")
+    i = int(obj)
+    if not -n <= i <= n:
+        raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+    i %= n + 1
+    v = asarray(values).astype(x.dtype)
+    shape = list(x.shape)
+    shape[ax] = 1 if v.ndim < x.ndim else v.shape[ax]
+    if v.ndim < x.ndim:
+        v = v.reshape(v.shape[:ax] + (1,) + v.shape[ax:]) if v.ndim == x.ndim - 1 else v
+    v = broadcast_to(v, tuple(shape))
+    return concatenate([_edge_block(x, ax, 0, i), v, _edge_block(x, ax, i, n)], axis=ax)
+
+
+def resize(a: Any, new_shape: Any) -> Array:
+    """``a`` repeated (or cut) cyclically to ``new_shape``."""
+    from spartan.frontend.creation import arange, normalize_shape
+    from spartan.frontend.fancy import take
+    from spartan.frontend.ufuncs import elementwise
+
+    x = asarray(a).ravel()
+    shape = normalize_shape(new_shape)
+    total = math.prod(shape)
+    if x.size == 0 or total == 0:
+        from spartan.frontend.creation import zeros
+
+        return zeros(shape, dtype=x.dtype)
+    idx = elementwise(np.remainder, arange(total, dtype=np.intp), x.size)
+    return take(x, idx).reshape(shape)
+
+
+def block(arrays: Any) -> Array:
+    """Assemble an array from nested lists of blocks (see :func:`numpy.block`)."""
+
+    def depth(a: Any) -> int:
+        return 1 + depth(a[0]) if isinstance(a, list) and a else 0
+
+    d = depth(arrays)
+
+    def rec(a: Any, level: int) -> Array:
+        if not isinstance(a, list):
+            return asarray(a)
+        parts = [rec(b, level + 1) for b in a]
+        nd = max(max(p.ndim for p in parts), d)
+        parts = [p.reshape((1,) * (nd - p.ndim) + p.shape) for p in parts]
+        return concatenate(parts, axis=-(d - level))
+
+    return rec(arrays, 0)

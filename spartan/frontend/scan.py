@@ -120,3 +120,93 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Arra
 
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Array:
     return _cumulative(np.multiply, a, axis, dtype, out)
+
+
+def diff(
+    a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue
+) -> Array:
+    """``n``-th discrete difference along ``axis``: shifted views subtracted (one fused map)."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import broadcast_to, concatenate
+    from spartan.frontend.reductions import normalize_axes
+
+    x = asarray(a)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    if n == 0:
+        return x
+    if x.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    (ax,) = normalize_axes(axis, x.ndim)
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = asarray(extra)
+        if e.ndim == 0:
+            e = broadcast_to(e, tuple(1 if d == ax else m for d, m in enumerate(x.shape)))
+        parts.append(e)
+    if parts[0] is not None or parts[1] is not None:
+        x = concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis=ax)
+    op = np.not_equal if x.dtype == bool else np.subtract
+    for _ in range(n):
+        m = x.shape[ax]
+        hi = tuple(slice(1, None) if d == ax else slice(None) for d in range(x.ndim))
+        lo = tuple(slice(None, max(m - 1, 0)) if d == ax else slice(None) for d in range(x.ndim))
+        x = op(x[hi], x[lo])
+    return x
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Array:
+    """Differences between consecutive elements of the flattened array."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import concatenate
+
+    x = asarray(ary).ravel()
+    d = diff(x)
+    parts = [asarray(to_begin).ravel().astype(d.dtype)] if to_begin is not None else []
+    parts.append(d)
+    if to_end is not None:
+        parts.append(asarray(to_end).ravel().astype(d.dtype))
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+) -> Array:
+    """The array API cumulative sum (``include_initial`` prepends the zero)."""
+    from spartan.frontend.creation import asarray, zeros
+    from spartan.frontend.manipulation import concatenate
+
+    a = asarray(x)
+    if axis is None:
+        if a.ndim > 1:
+            raise ValueError("axis must be specified for arrays of more than one dimension")
+        axis = 0
+    out = cumsum(a, axis=axis, dtype=dtype)
+    if include_initial:
+        ax = axis % a.ndim
+        shape = tuple(1 if d == ax else m for d, m in enumerate(a.shape))
+        out = concatenate([zeros(shape, dtype=out.dtype), out], axis=ax)
+    return out
+
+
+def cumulative_prod(
+    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+) -> Array:
+    """The array API cumulative product (``include_initial`` prepends the one)."""
+    from spartan.frontend.creation import asarray, ones
+    from spartan.frontend.manipulation import concatenate
+
+    a = asarray(x)
+    if axis is None:
+        if a.ndim > 1:
+            raise ValueError("axis must be specified for arrays of more than one dimension")
+        axis = 0
+    out = cumprod(a, axis=axis, dtype=dtype)
+    if include_initial:
+        ax = axis % a.ndim
+        shape = tuple(1 if d == ax else m for d, m in enumerate(a.shape))
+        out = concatenate([ones(shape, dtype=out.dtype), out], axis=ax)
+    return out
