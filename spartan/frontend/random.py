@@ -18,20 +18,7 @@ from spartan.frontend.array import Array
 from spartan.frontend.creation import newarray, normalize_shape
 from spartan.tiling import Box
 
-_state = {"seed": 0, "counter": itertools.count()}
 _M = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-def seed(value: int | None = None) -> None:
-    """Restart the random streams from ``value``."""
-    _state["seed"] = int(value or 0) & 0xFFFFFFFFFFFFFFFF
-    _state["counter"] = itertools.count()
-
-
-def _stream() -> int:
-    return (
-        _state["seed"] * 0x9E3779B97F4A7C15 + next(_state["counter"]) * 0xBF58476D1CE4E5B9
-    ) & 0xFFFFFFFFFFFFFFFF
 
 
 def _flat_indices(box: Box, shape: tuple[int, ...]) -> np.ndarray:
@@ -82,20 +69,197 @@ def _integers(key: int, shape, low: int, high: int, box: Box, dtype) -> np.ndarr
     return (low + (_uniform_bits(key, shape, box) % span).astype(np.int64)).astype(dtype)
 
 
+def _exponential(key: int, shape, scale: float, box: Box, dtype) -> np.ndarray:
+    u = 1.0 - _to_unit(_uniform_bits(key, shape, box))  # (0, 1]: log is finite
+    return (-scale * np.log(u)).astype(dtype)
+
+
 def _size(size: Any) -> tuple[int, ...]:
     return () if size is None else normalize_shape(size)
 
 
+class Generator:
+    """Counter-based random streams: every call draws a fresh stream key from
+    ``(seed, call number)``, and each element hashes its global flat index, so the
+    arrays do not depend on tiling or worker count.
+
+    >>> rng = sp.random.default_rng(42); rng.normal(size=(3, 3))     # doctest: +SKIP
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._seed = int(seed or 0) & 0xFFFFFFFFFFFFFFFF
+        self._counter = itertools.count()
+
+    def _stream(self) -> int:
+        return (
+            self._seed * 0x9E3779B97F4A7C15 + next(self._counter) * 0xBF58476D1CE4E5B9
+        ) & 0xFFFFFFFFFFFFFFFF
+
+    def random(self, size: Any = None, dtype: Any = np.float64, tiling: Any = None) -> Array:
+        """Uniform floats in [0, 1)."""
+        return self.uniform(0.0, 1.0, size, dtype=dtype, tiling=tiling)
+
+    def uniform(
+        self,
+        low: float = 0.0,
+        high: float = 1.0,
+        size: Any = None,
+        dtype: Any = np.float64,
+        tiling: Any = None,
+    ) -> Array:
+        shape = _size(size)
+        init = functools.partial(_uniform, self._stream(), shape, low, high)
+        return newarray(shape, init, dtype, tiling, "uniform")
+
+    def normal(
+        self,
+        loc: float = 0.0,
+        scale: float = 1.0,
+        size: Any = None,
+        dtype: Any = np.float64,
+        tiling: Any = None,
+    ) -> Array:
+        if np.any(np.asarray(scale) < 0):
+            raise ValueError("scale < 0")
+        shape = _size(size)
+        init = functools.partial(_normal, self._stream(), shape, loc, scale)
+        return newarray(shape, init, dtype, tiling, "normal")
+
+    def standard_normal(
+        self, size: Any = None, dtype: Any = np.float64, tiling: Any = None
+    ) -> Array:
+        return self.normal(0.0, 1.0, size, dtype, tiling)
+
+    def exponential(self, scale: float = 1.0, size: Any = None, tiling: Any = None) -> Array:
+        if scale < 0:
+            raise ValueError("scale < 0")
+        shape = _size(size)
+        init = functools.partial(_exponential, self._stream(), shape, scale)
+        return newarray(shape, init, np.float64, tiling, "exponential")
+
+    def standard_exponential(self, size: Any = None, tiling: Any = None) -> Array:
+        return self.exponential(1.0, size, tiling)
+
+    def integers(
+        self,
+        low: int,
+        high: int | None = None,
+        size: Any = None,
+        dtype: Any = np.int64,
+        endpoint: bool = False,
+        tiling: Any = None,
+    ) -> Array:
+        """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint``)."""
+        if high is None:
+            low, high = 0, low
+        if endpoint:
+            high += 1
+        if high <= low:
+            raise ValueError("low >= high" if not endpoint else "low > high")
+        shape = _size(size)
+        init = functools.partial(_integers, self._stream(), shape, int(low), int(high))
+        return newarray(shape, init, dtype, tiling, "integers")
+
+    def permutation(self, x: Any, axis: int = 0) -> Array:
+        """A random permutation of ``range(x)`` or of ``x`` along ``axis``: random keys
+        argsorted by the distributed sample sort, then a ``take``."""
+        from spartan.frontend.creation import asarray
+        from spartan.frontend.fancy import take
+        from spartan.frontend.sorting import argsort
+
+        if isinstance(x, (int, np.integer)):
+            n, arr = int(x), None
+        else:
+            arr = asarray(x)
+            if arr.ndim == 0:
+                raise np.exceptions.AxisError(axis, 0)
+            n = arr.shape[axis]
+        keys = self.integers(0, 1 << 62, size=n)
+        perm = argsort(keys) if n else keys.astype(np.intp)
+        return perm if arr is None else take(arr, perm, axis)
+
+    def shuffle(self, x: Array, axis: int = 0) -> None:
+        """Shuffle ``x`` along ``axis`` (rebinds it to the permuted array)."""
+        from spartan.frontend.array import Array as _Array
+
+        if not isinstance(x, _Array):
+            raise TypeError("shuffle needs a spartan array")
+        x._expr = self.permutation(x, axis)._expr
+
+    def choice(
+        self,
+        a: Any,
+        size: Any = None,
+        replace: bool = True,
+        p: Any = None,
+        axis: int = 0,
+        shuffle: bool = True,
+    ) -> Any:
+        """Random samples from ``a`` (an array, or ``range(a)`` for an integer)."""
+        from spartan.frontend.creation import arange, asarray
+        from spartan.frontend.fancy import take
+
+        pop = arange(int(a)) if isinstance(a, (int, np.integer)) else asarray(a)
+        if pop.ndim == 0:
+            raise ValueError("a must be a sequence or an integer, not a 0-d array")
+        n = pop.shape[axis]
+        shape = _size(size)
+        count = int(np.prod(shape)) if shape else 1
+        if n == 0 and count:
+            raise ValueError("a cannot be empty unless no samples are taken")
+        if p is not None:
+            pv = np.asarray(p, dtype=np.float64)
+            if pv.shape != (n,):
+                raise ValueError("a and p must have same size")
+            if np.any(pv < 0) or not np.isclose(pv.sum(), 1.0):
+                raise ValueError(
+                    "probabilities are not non-negative"
+                    if np.any(pv < 0)
+                    else "probabilities do not sum to 1"
+                )
+            if not replace:
+                raise ValueError("spartan choice with p= draws with replacement")
+            from spartan.frontend.sorting import searchsorted
+
+            cdf = np.cumsum(pv)
+            cdf /= cdf[-1]
+            idx = searchsorted(cdf, self.random(count), side="right")
+        elif replace:
+            idx = self.integers(0, n, size=count)
+        else:
+            if count > n:
+                raise ValueError("Cannot take a larger sample than population when replace=False")
+            idx = self.permutation(n)[:count]
+        out = take(pop, idx, axis)
+        if not shape:
+            return out[(slice(None),) * axis + (0,)]
+        return out.reshape(pop.shape[:axis] + shape + pop.shape[axis + 1 :])
+
+
+_global = Generator(0)
+
+
+def default_rng(seed: int | None = None) -> Generator:
+    """A new :class:`Generator` (the same seed gives the same arrays)."""
+    return Generator(seed)
+
+
+def seed(value: int | None = None) -> None:
+    """Restart the global random streams from ``value``."""
+    global _global
+    _global = Generator(value)
+
+
 def random(size: Any = None, dtype: Any = np.float64, tiling: Any = None) -> Array:
     """Uniform floats in [0, 1) of shape ``size``."""
-    return uniform(0.0, 1.0, size, dtype=dtype, tiling=tiling)
+    return _global.random(size, dtype, tiling)
 
 
-random_sample = random
+random_sample = ranf = sample = random
 
 
 def rand(*shape: int, tiling: Any = None) -> Array:
-    return random(shape, tiling=tiling)
+    return _global.random(shape, tiling=tiling)
 
 
 def uniform(
@@ -105,9 +269,7 @@ def uniform(
     dtype: Any = np.float64,
     tiling: Any = None,
 ) -> Array:
-    shape = _size(size)
-    init = functools.partial(_uniform, _stream(), shape, low, high)
-    return newarray(shape, init, dtype, tiling, "uniform")
+    return _global.uniform(low, high, size, dtype, tiling)
 
 
 def normal(
@@ -117,29 +279,45 @@ def normal(
     dtype: Any = np.float64,
     tiling: Any = None,
 ) -> Array:
-    if scale < 0:
-        raise ValueError("scale < 0")
-    shape = _size(size)
-    return newarray(
-        shape, functools.partial(_normal, _stream(), shape, loc, scale), dtype, tiling, "normal"
-    )
+    return _global.normal(loc, scale, size, dtype, tiling)
 
 
 def randn(*shape: int, tiling: Any = None) -> Array:
-    return normal(0.0, 1.0, shape, tiling=tiling)
+    return _global.normal(0.0, 1.0, shape, tiling=tiling)
 
 
-standard_normal = functools.partial(normal, 0.0, 1.0)
+def standard_normal(size: Any = None, tiling: Any = None) -> Array:
+    return _global.normal(0.0, 1.0, size, tiling=tiling)
+
+
+def exponential(scale: float = 1.0, size: Any = None, tiling: Any = None) -> Array:
+    return _global.exponential(scale, size, tiling)
+
+
+def standard_exponential(size: Any = None, tiling: Any = None) -> Array:
+    return _global.exponential(1.0, size, tiling)
 
 
 def randint(
     low: int, high: int | None = None, size: Any = None, dtype: Any = np.int64, tiling: Any = None
 ) -> Array:
+    return _global.integers(low, high, size, dtype, tiling=tiling)
+
+
+def random_integers(low: int, high: int | None = None, size: Any = None) -> Array:
+    """Integers in ``[low, high]`` (the legacy inclusive form)."""
     if high is None:
-        low, high = 0, low
-    if high <= low:
-        raise ValueError("low >= high")
-    shape = _size(size)
-    return newarray(
-        shape, functools.partial(_integers, _stream(), shape, low, high), dtype, tiling, "randint"
-    )
+        low, high = 1, low
+    return _global.integers(low, high, size, endpoint=True)
+
+
+def permutation(x: Any) -> Array:
+    return _global.permutation(x)
+
+
+def shuffle(x: Array) -> None:
+    _global.shuffle(x)
+
+
+def choice(a: Any, size: Any = None, replace: bool = True, p: Any = None) -> Any:
+    return _global.choice(a, size, replace, p)
