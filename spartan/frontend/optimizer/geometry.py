@@ -147,7 +147,13 @@ def cross_overlap(a: Layout, b: Layout) -> int:
     (ba, wa), (bb, wb) = a, b
     if len(wa) == 0 or len(wb) == 0:
         return 0
-    lo = np.maximum(ba[:, None, :, 0], bb[None, :, :, 0])
-    hi = np.minimum(ba[:, None, :, 1], bb[None, :, :, 1])
-    ov = np.clip(hi - lo, 0, None).prod(axis=-1)
-    return int(ov[wa[:, None] != wb[None, :]].sum())
+    remote = wa[:, None] != wb[None, :]
+    ov = None
+    for d in range(ba.shape[1]):
+        side = np.minimum(ba[:, None, d, 1], bb[None, :, d, 1])
+        side -= np.maximum(ba[:, None, d, 0], bb[None, :, d, 0])
+        np.maximum(side, 0, out=side)
+        ov = side if ov is None else ov * side
+    if ov is None:  # scalars: one element each
+        return int(remote.sum())
+    return int(ov[remote].sum())

@@ -404,12 +404,10 @@ def _join_tasks(
         groups = max(1, min(n, P))
     if t.replicated or key[2] is not None:
         return groups, tuple(g * P // groups for g in range(groups))
-    workers = []
-    for g in range(groups):
-        corner = tuple((g * n // groups if d == axis else 0, 0) for d in range(len(shape)))
-        idx = tuple(piece_of(lo, s, c) for (lo, _), s, c in zip(corner, shape, t.cuts))
-        workers.append(t.worker_of(idx, P))
-    return groups, tuple(workers)
+    # the tile holding each group's first element (index 0 on the other axes)
+    starts = [piece_of(g * n // groups, n, t.cuts[axis]) for g in range(groups)]
+    after = math.prod(t.cuts[axis + 1 :])
+    return groups, tuple(k * after * P // t.ntiles for k in starts)
 
 
 @lru_cache(maxsize=4096)
@@ -445,62 +443,46 @@ def _join_update(
 def _reshape(
     in_shape: tuple, itemsize: int, in_t: Tiling, out_shape: tuple, out_t: Tiling, P: int
 ) -> int:
+    """Elements of each output tile held by input tiles on other workers. Per group of
+    axes (a merge or a split), the elements two tiles share are counted in C order."""
     if in_t.replicated:
         return 0
-    groups = axis_groups(in_shape, out_shape)
     out_boxes, out_w = layout(out_shape, out_t, P)
     in_boxes, in_w = layout(in_shape, in_t, P)
-    total = 0
-    outs = [(b, w, _flat_span(b, out_shape)) for b, w in zip(out_boxes.tolist(), out_w.tolist())]
-    ins = [(b, w, _flat_span(b, in_shape)) for b, w in zip(in_boxes.tolist(), in_w.tolist())]
-    for ob, ow, (olo, ohi) in outs:
-        for ib, iw, (ilo, ihi) in ins:
-            if ow != iw and ilo < ohi and olo < ihi:
-                total += math.prod(
-                    _group_overlap(ib, in_shape, gi, ob, out_shape, go) for gi, go in groups
-                )
-    return total * itemsize
+    shared = np.ones((len(in_w), len(out_w)), dtype=np.int64)
+    for gi, go in axis_groups(in_shape, out_shape):
+        if not gi or not go:
+            continue  # a unit axis: one element on each side
+        if len(go) == 1:  # merge: the output tile is an interval of the group
+            (j,) = go
+            sub, dims = in_boxes[:, list(gi)], [in_shape[a] for a in gi]
+            lo, hi = out_boxes[:, j, 0], out_boxes[:, j, 1]
+            shared *= _below(sub, dims, hi) - _below(sub, dims, lo)
+        else:  # split: the input tile is an interval of the group
+            (i,) = gi
+            sub, dims = out_boxes[:, list(go)], [out_shape[a] for a in go]
+            lo, hi = in_boxes[:, i, 0], in_boxes[:, i, 1]
+            shared *= (_below(sub, dims, hi) - _below(sub, dims, lo)).T
+    return int(shared[in_w[:, None] != out_w[None, :]].sum()) * itemsize
 
 
-def _flat_span(box: list, shape: tuple) -> tuple[int, int]:
-    """C-order positions of a box's first element and one past its last."""
-    first = last = 0
-    for (lo, hi), n in zip(box, shape):
-        first, last = first * n + lo, last * n + hi - 1
-    return first, last + 1
-
-
-def _group_overlap(
-    ib: list, in_shape: tuple, gi: tuple, ob: list, out_shape: tuple, go: tuple
-) -> int:
-    """Elements of one axis group in both the input box and the output box."""
-    if len(go) == 1:
-        lo, hi = ob[go[0]]
-        sub = [ib[a] for a in gi]
-        dims = [in_shape[a] for a in gi]
-    else:  # a split (or a unit axis): one input axis, an interval in C order
-        (a,) = gi
-        lo, hi = ib[a]
-        sub = [ob[a2] for a2 in go]
-        dims = [out_shape[a2] for a2 in go]
-    return _below(sub, dims, hi) - _below(sub, dims, lo)
-
-
-def _below(box: list, dims: list, x: int) -> int:
-    """Elements of ``box`` (in an array of ``dims``) whose C-order position is < ``x``."""
+def _below(boxes: np.ndarray, dims: list[int], x: np.ndarray) -> np.ndarray:
+    """``(A, B)``: elements of box ``a`` (in an array of ``dims``) whose C-order position
+    is below ``x[b]``, digit by digit."""
     total = math.prod(dims)
-    if x >= total:
-        return math.prod(hi - lo for lo, hi in box)
-    count = 0
+    lo, hi = boxes[:, :, 0], boxes[:, :, 1]
+    extent = hi - lo
+    out = np.zeros((len(boxes), len(x)), dtype=np.int64)
+    active = np.ones_like(out, dtype=bool)
     stride = total
-    for d, ((lo, hi), n) in enumerate(zip(box, dims)):
+    for d, n in enumerate(dims):
         stride //= n
-        digit = (x // stride) % n
-        rest = math.prod(h - lo2 for lo2, h in box[d + 1 :])
-        count += max(0, min(digit, hi) - lo) * rest
-        if not lo <= digit < hi:
-            return count
-    return count
+        digit = ((x // stride) % n)[None, :]
+        rest = extent[:, d + 1 :].prod(axis=1)[:, None]
+        below = np.maximum(np.minimum(digit, hi[:, d, None]) - lo[:, d, None], 0)
+        out += np.where(active, below * rest, 0)
+        active &= (lo[:, d, None] <= digit) & (digit < hi[:, d, None])
+    return np.where(x[None, :] >= total, extent.prod(axis=1)[:, None], out)
 
 
 def clear_cost_caches() -> None:
