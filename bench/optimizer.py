@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import platform
 import random
 import statistics
@@ -143,14 +144,21 @@ def speed_section(args: argparse.Namespace) -> tuple[str, dict]:
             enumerate_all(g, 0, limit=int(args.enumerate_limit))
             t_enum.append((time.perf_counter() - start, k))
     ms = lambda xs: f"{statistics.median(xs) * 1e3:.1f} / {max(xs) * 1e3:.1f}"  # noqa: E731
-    rows = [["15-operator programs", "median / max time (ms)"]]
-    rows.append(["optimize (graph build + exact)", ms(t_opt)])
-    rows.append(["thesis greedy alone (graph build + greedy)", ms(t_greedy)])
+    rows = [["15-operator programs", "workers", "median / max time (ms)"]]
+    rows.append(["optimize (graph build + exact)", str(P), ms(t_opt)])
+    rows.append(["thesis greedy alone (graph build + greedy)", str(P), ms(t_greedy)])
+    for more in args.more_workers:
+        rng_more = random.Random(args.seed + 1)
+        times = []
+        for _ in range(args.speed_programs):
+            program = random_program(rng_more, 15, more)
+            times.append(timed(lambda program=program, more=more: optimize(program, more))[1])
+        rows.append(["optimize (graph build + exact)", str(more), ms(times)])
     text = table(rows)
     if t_enum:
         per = statistics.median(t / k for t, k in t_enum)
         text += (
-            f"\n\nPlain enumeration, {len(t_enum)} of these programs "
+            f"\n\nPlain enumeration, {len(t_enum)} of the {P}-worker programs "
             f"(<= {args.enumerate_limit:.0e} combinations): median "
             f"{statistics.median(t for t, _ in t_enum):.2f} s, max "
             f"{max(t for t, _ in t_enum):.2f} s, {per * 1e9:.1f} ns per combination. "
@@ -221,6 +229,9 @@ def main() -> None:
     parser.add_argument("--programs", type=int, default=100)
     parser.add_argument("--speed-programs", type=int, default=50)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--more-workers", type=int, nargs="*", default=[64, 128], help="extra timing runs"
+    )
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument(
         "--enumerate-limit", type=float, default=2e8, help="random programs: enumerate up to"
@@ -232,6 +243,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     started = time.perf_counter()
+    load_before = os.getloadavg()[0]
     random_text, hits = random_section(args)
     print(random_text, "\n")
     speed_text, speed = speed_section(args)
@@ -242,9 +254,10 @@ def main() -> None:
     date = subprocess.run(["date", "-u"], capture_output=True, text=True).stdout.strip()
     header = (
         f"# Tiling optimizer\n\n`python bench/optimizer.py "
-        f"{' '.join(sys.argv[1:])}`\n\n{date}; machine: 2-core {platform.machine()}, 24 GB "
-        f"(shared with other jobs); Python {platform.python_version()}; "
-        f"{time.perf_counter() - started:.0f} s in all.\n"
+        f"{' '.join(sys.argv[1:])}`\n\n{date}; machine: 2-core {platform.machine()}, 24 GB, "
+        f"shared with other jobs (load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end: times are inflated by it); "
+        f"Python {platform.python_version()}; {time.perf_counter() - started:.0f} s in all.\n"
     )
     summary = (
         f"**{hits['hits']}/{hits['programs']}** random programs get the best cost "
