@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from spartan import linalg
 from spartan.frontend import random
 from spartan.frontend.creation import (
     arange,

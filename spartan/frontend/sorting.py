@@ -305,13 +305,14 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
 
         x = take(x, sorter)
     vals = asarray(v)
+    flat = vals.reshape(1) if vals.ndim == 0 else vals  # join_update locations need an axis
     expr = JoinUpdate(
         _CountBelow(side),
         np.add,
-        [x._expr, vals._expr],
+        [x._expr, flat._expr],
         [0, -1],
-        vals.shape,
+        flat.shape,
         np.intp,
         name="searchsorted",
     )
-    return Array(expr)
+    return Array(expr).reshape(()) if vals.ndim == 0 else Array(expr)
