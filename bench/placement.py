@@ -90,22 +90,19 @@ def tight_machine(tg: TaskGraph, k: int, link_bw: float) -> tuple[Machine, float
     return Machine(k, memory=memory, link_bw=link_bw), one.makespan, int(one.peak[0])
 
 
-def update_bound(tg: TaskGraph) -> int:
-    """Bytes some device must hold at once in any placement: a weight plus the gradient its
-    in-place update reads (ops are never split, so this is a floor on device memory)."""
-    best = 0
-    for r in np.flatnonzero(tg.kind == NodeKind.REFERENCE).tolist():
-        w = int(tg.anchor[r])
-        grads = sum(int(b) for p, b in zip(tg.preds[r], tg.nbytes[tg.pred_edges[r]]) if p != w)
-        best = max(best, int(tg.mem[w]) + grads)
-    return best
+def memory_floor(tg: TaskGraph) -> int:
+    """Bytes some device must hold at once in any placement: the largest op's inputs plus its
+    output, all resident while it runs (ops are never split, so no placement goes below)."""
+    into = np.bincount(tg.dst, weights=tg.nbytes, minlength=tg.n)
+    own = np.where(tg.kind == NodeKind.REFERENCE, 0, tg.mem)
+    return int((into + own).max()) if tg.n else 0
 
 
 def run_graph(
     name: str, tg: TaskGraph, devices: list[int], ga_max: int, link_bw: float
 ) -> list[dict]:
     rows = []
-    floor = update_bound(tg)
+    floor = memory_floor(tg)
     for k in devices:
         machine, single_time, single_peak = tight_machine(tg, k, link_bw)
         for method in PLANNERS:
@@ -297,6 +294,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--devices", type=int, nargs="+", default=[2, 4, 8, 16])
     ap.add_argument("--ga-max-nodes", type=int, default=3000, help="skip the GA on larger graphs")
     ap.add_argument("--no-execute", action="store_true", help="skip the executed step on Ray")
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", help="generated graph sizes (overrides defaults)"
+    )
+    ap.add_argument("--no-zoo", action="store_true", help="skip the zoo graphs")
+    ap.add_argument("--no-exhaustive", action="store_true", help="skip exhaustive-search agreement")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "placement.md"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -304,10 +306,12 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [1000, 5000] if args.quick else [1000, 5000, 10000, 20000]
     if args.large:
         sizes.append(50000)
+    if args.sizes:
+        sizes = args.sizes
     link_bw = V100.link_bw
     t0 = perf_counter()
     rows: list[dict] = []
-    for name, build in progress(zoo_graphs(args.quick), "zoo graphs"):
+    for name, build in progress([] if args.no_zoo else zoo_graphs(args.quick), "zoo graphs"):
         rows += run_graph(
             name, TaskGraph.from_graph(build(), V100), args.devices, args.ga_max_nodes, link_bw
         )
@@ -315,9 +319,14 @@ def main(argv: list[str] | None = None) -> None:
         rows += run_graph(
             f"random {size}", random_dnn(size, seed=size), args.devices, args.ga_max_nodes, link_bw
         )
-    exh = agreement(6 if args.quick else 20, 9 if args.quick else 10, [2, 3])
+    exh = (
+        []
+        if args.no_exhaustive
+        else agreement(6 if args.quick else 20, 9 if args.quick else 10, [2, 3])
+    )
     executed = [] if args.no_execute else executed_steps(2, 3 if args.quick else 5)
     elapsed = perf_counter() - t0
+    command = " ".join(["python bench/placement.py", *(sys.argv[1:] if argv is None else argv)])
     pardnn_rows = [r for r in rows if r["method"] == "pardnn"]
     rr = {(r["graph"], r["k"]): r for r in rows if r["method"] == "round_robin"}
     summary = [
@@ -332,13 +341,13 @@ def main(argv: list[str] | None = None) -> None:
         "# Placement planners (simulated)",
         "",
         f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on a 2-core {platform.machine()}, "
-        f"24 GB machine with `python bench/placement.py{' --quick' if args.quick else ''}{' --large' if args.large else ''}` "
+        f"24 GB machine with `{command}` "
         f"({elapsed:.0f} s). Devices: V100 roofline op times, {link_bw / 1e9:.0f} GB/s links, "
         "memory per device = min(3/K, 0.8) x the one-device peak (one device never fits).",
         "",
         "Cells: speedup over one unbounded device (simulated makespan ratio) / worst device peak as a "
-        "fraction of its memory; ✗ = does not fit; ‡ = no placement can fit, because a weight plus "
-        "the gradient its update reads exceeds one device (ops are not split). Last columns: how much "
+        "fraction of its memory; ✗ = does not fit; ‡ = no placement can fit, because some op's inputs "
+        "plus output exceed one device (ops are not split). Last columns: how much "
         "faster ParDNN is than round-robin and HEFT. The GA is seeded with HEFT (population 16, 15 generations) and skipped "
         f"above {args.ga_max_nodes} nodes.",
         "",
@@ -352,7 +361,7 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "## Agreement with exhaustive search (random DAGs, placements up to device renaming)",
         "",
-        *exh,
+        *(exh or ["(skipped: --no-exhaustive)"]),
         "",
         "## A placed step executed on spartan workers (Ray) vs the simulator",
         "",

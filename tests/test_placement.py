@@ -250,3 +250,38 @@ def test_from_graph_anchors_updates_to_weights() -> None:
     assert {tg.names[i] for i in refs} == {o.name for o in g.ops if o.type == "sgd"}
     assert {tg.names[tg.anchor[i]] for i in refs} == {t.name for t in g.params()}
     assert tg.resident_bytes() == sum(t.nbytes for t in g.params())
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_graphs(max_nodes=12), st.integers(1, 4))
+def test_slicing_covers_every_node_once_and_starts_with_a_critical_path(
+    tg: TaskGraph, k: int
+) -> None:
+    from spartan.dnn.placement.pardnn import slice_graph
+
+    comm = [0.01 * b for b in tg.nbytes.tolist()]
+    sl = slice_graph(tg, k, comm)
+    clusters = sl.primaries + sl.secondaries
+    assert sorted(v for c in clusters for v in c) == list(range(tg.n))
+    assert len(sl.primaries) == min(k, len(clusters))
+    for path in clusters:  # every cluster is a path of the graph
+        assert all(b in tg.succs[a] for a, b in zip(path, path[1:]))
+    _, length = critical_path(tg, comm)
+    first = sl.primaries[0]
+    edge = {(s, d): e for e, (s, d) in enumerate(zip(tg.src.tolist(), tg.dst.tolist()))}
+    weight = tg.comp[first].sum() + sum(comm[edge[a, b]] for a, b in zip(first, first[1:]))
+    assert weight == pytest.approx(length)
+
+
+def test_generator_is_deterministic_and_shaped_like_training() -> None:
+    for size in (100, 3000):
+        tg = random_dnn(size, seed=4)
+        assert 0.8 * size <= tg.n <= 1.2 * size
+        refs = np.flatnonzero(tg.kind == NodeKind.REFERENCE)
+        assert len(refs) == int((tg.kind == NodeKind.RESIDUAL).sum()) > 0
+        assert (tg.kind[tg.anchor[refs]] == NodeKind.RESIDUAL).all()
+        again = random_dnn(size, seed=4)
+        assert (again.src == tg.src).all() and (again.comp == tg.comp).all()
+    assert not np.array_equal(random_dnn(300, seed=1).comp, random_dnn(300, seed=2).comp)
+    with pytest.raises(ValueError):
+        random_dnn(3)
