@@ -349,11 +349,12 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
 
 
 class _FromFunction:
-    def __init__(self, fn: Any, kwargs: dict):
-        self.fn, self.kwargs = fn, kwargs
+    def __init__(self, fn: Any, kwargs: dict, index_dtype: np.dtype):
+        self.fn, self.kwargs, self.index_dtype = fn, kwargs, index_dtype
 
     def __call__(self, box: Box, dtype: np.dtype) -> np.ndarray:
-        grids = np.meshgrid(*[np.arange(lo, hi, dtype=dtype) for lo, hi in box], indexing="ij")
+        ranges = [np.arange(lo, hi, dtype=self.index_dtype) for lo, hi in box]
+        grids = np.meshgrid(*ranges, indexing="ij")
         return np.asarray(self.fn(*grids, **self.kwargs))
 
 
@@ -366,4 +367,6 @@ def fromfunction(
     """
     nd = len(normalize_shape(shape))
     probe = np.asarray(function(*[np.zeros((1,) * nd, dtype)] * nd, **kwargs))
-    return newarray(shape, _FromFunction(function, kwargs), probe.dtype, tiling, "fromfunction")
+    return newarray(
+        shape, _FromFunction(function, kwargs, np.dtype(dtype)), probe.dtype, tiling, "fromfunction"
+    )
