@@ -21,6 +21,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections import deque
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -45,6 +47,9 @@ class _Adjacency:
             else:
                 for v in f.scope:
                     self.shared[v].append((f.scope, f.table))
+        self.neighbours = [
+            sorted({u for scope, _ in self.shared[v] for u in scope} - {v}) for v in range(n)
+        ]
 
     def local(self, v: int, assign: list[int]) -> np.ndarray:
         """Cost of each choice of ``v`` given the others' choices."""
@@ -113,38 +118,54 @@ def improve(
 ) -> list[int]:
     """Local search from ``assign``: descend with group and edge moves; re-solve exactly
     the neighbourhood (up to ``window`` groups, breadth first) of every group with the
-    rest held; then perturb and descend ``rounds`` times (default: 2 per var)."""
+    rest held; then perturb a few groups and descend ``rounds`` times (default: 2 per
+    group), keeping the best."""
     adj = _Adjacency(graph)
-    pairs = sorted({(u, v) for f in graph.factors for u in f.scope for v in f.scope if u < v})
-    best = _descend(graph, adj, pairs, list(assign), budget)
+    best = _descend(graph, adj, list(assign), budget, range(graph.nvars))
     best_cost = graph.cost(best)
-    neighbours = [
-        sorted({u for f in graph.factors if v in f.scope for u in f.scope} - {v})
-        for v in range(graph.nvars)
-    ]
     changed = True
     while changed:
         changed = False
         for v in range(graph.nvars):
-            allowed = [np.array([a]) for a in best]
-            for u in _around(v, neighbours, window):
-                allowed[u] = np.arange(len(graph.choices[u]))
-            trial = exact(graph, budget, allowed=allowed)
+            trial = _resolve_window(graph, best, _around(v, adj.neighbours, window), budget)
             if trial is not None and graph.cost(trial) < best_cost:
-                best = _descend(graph, adj, pairs, trial, budget)
+                best = _descend(graph, adj, trial, budget, range(graph.nvars))
                 best_cost, changed = graph.cost(best), True
     rng = random.Random(seed)
     for _ in range(2 * graph.nvars if rounds is None else rounds):
         trial = list(best)
-        for v in rng.sample(range(graph.nvars), k=min(graph.nvars, rng.randint(1, 3))):
+        moved = rng.sample(range(graph.nvars), k=min(graph.nvars, rng.randint(1, 3)))
+        for v in moved:
             trial[v] = rng.randrange(len(graph.choices[v]))
         if graph.dup_bytes(trial) > budget:
             continue
-        trial = _descend(graph, adj, pairs, trial, budget)
+        trial = _descend(graph, adj, trial, budget, moved)
         cost = graph.cost(trial)
         if cost < best_cost:
             best, best_cost = trial, cost
     return best
+
+
+def _resolve_window(
+    graph: TilingGraph, assign: list[int], window: list[int], budget: int
+) -> list[int] | None:
+    """The best choices for the ``window`` groups with every other group held (``None``
+    if that optimum would overspend the duplication budget)."""
+    local = {v: k for k, v in enumerate(window)}
+    factors = []
+    for f in graph.factors:
+        inside = [v for v in f.scope if v in local]
+        if inside:
+            idx = tuple(slice(None) if v in local else assign[v] for v in f.scope)
+            factors.append((tuple(local[v] for v in inside), f.table[idx]))
+    sizes = [len(graph.choices[v]) for v in window]
+    solved = _min_sum(sizes, factors, EXACT_TABLE_LIMIT)
+    if solved is None:
+        return None
+    out = list(assign)
+    for v, c in zip(window, solved[1]):
+        out[v] = c
+    return out if graph.dup_bytes(out) <= budget else None
 
 
 def _around(v: int, neighbours: list[list[int]], size: int) -> list[int]:
@@ -159,38 +180,47 @@ def _around(v: int, neighbours: list[list[int]], size: int) -> list[int]:
 
 
 def _descend(
-    graph: TilingGraph,
-    adj: _Adjacency,
-    pairs: list[tuple[int, int]],
-    assign: list[int],
-    budget: int,
+    graph: TilingGraph, adj: _Adjacency, assign: list[int], budget: int, start: Iterable[int]
 ) -> list[int]:
+    """Move single groups and pairs of groups sharing a factor while that lowers the
+    cost, starting from the groups in ``start`` and revisiting neighbours of moves."""
     mem = graph.memory
     used = graph.dup_bytes(assign)
-    changed = True
-    while changed:
-        changed = False
-        for v in range(graph.nvars):
-            local = adj.local(v, assign)
-            room = budget - used + mem[v][assign[v]]
-            local = np.where(mem[v] <= room, local, np.iinfo(np.int64).max)
-            c = int(local.argmin())
-            if local[c] < local[assign[v]]:
-                used += mem[v][c] - mem[v][assign[v]]
-                assign[v] = c
-                changed = True
-        for u, v in pairs:
+    never = np.iinfo(np.int64).max
+    work = deque(start)
+    queued = set(work)
+
+    def touch(*vs: int) -> None:
+        for x in vs:
+            for u in (x, *adj.neighbours[x]):
+                if u not in queued:
+                    queued.add(u)
+                    work.append(u)
+
+    while work:
+        v = work.popleft()
+        queued.discard(v)
+        local = adj.local(v, assign)
+        room = budget - used + mem[v][assign[v]]
+        local = np.where(mem[v] <= room, local, never)
+        c = int(local.argmin())
+        if local[c] < local[assign[v]]:
+            used += mem[v][c] - mem[v][assign[v]]
+            assign[v] = c
+            touch(v)
+            continue
+        for u in adj.neighbours[v]:
             # joint move of two groups that share a factor, the rest held
-            old_u, old_v = assign[u], assign[v]
-            table = adj.pair(u, v, assign)
-            room = budget - used + mem[u][old_u] + mem[v][old_v]
-            ok = mem[u][:, None] + mem[v][None, :] <= room
-            table = np.where(ok, table, np.iinfo(np.int64).max)
-            cu, cv = np.unravel_index(int(table.argmin()), table.shape)
-            if table[cu, cv] < table[old_u, old_v]:
-                used += mem[u][cu] + mem[v][cv] - mem[u][old_u] - mem[v][old_v]
-                assign[u], assign[v] = int(cu), int(cv)
-                changed = True
+            old_v, old_u = assign[v], assign[u]
+            table = adj.pair(v, u, assign)
+            room = budget - used + mem[v][old_v] + mem[u][old_u]
+            table = np.where(mem[v][:, None] + mem[u][None, :] <= room, table, never)
+            cv, cu = np.unravel_index(int(table.argmin()), table.shape)
+            if table[cv, cu] < table[old_v, old_u]:
+                used += mem[v][cv] + mem[u][cu] - mem[v][old_v] - mem[u][old_u]
+                assign[v], assign[u] = int(cv), int(cu)
+                touch(v, u)
+                break
     return assign
 
 
@@ -258,6 +288,19 @@ def _eliminate(
         factors.append((f.scope, f.table[np.ix_(*(allowed[v] for v in f.scope))] * scale))
     if scale > 1:
         factors.extend(((v,), allowed[v].astype(np.int64)) for v in range(n))
+    solved = _min_sum(sizes, factors, limit)
+    if solved is None:
+        return None
+    cost, local = solved
+    return cost // scale, [int(allowed[v][local[v]]) for v in range(n)]
+
+
+def _min_sum(
+    sizes: list[int], factors: list[tuple[tuple[int, ...], np.ndarray]], limit: int
+) -> tuple[int, list[int]] | None:
+    """Variable elimination: the least total of ``factors`` over vars of ``sizes``
+    choices, and a choice per var reaching it (``None`` if a table exceeds ``limit``)."""
+    n = len(sizes)
     order = _elimination_order(n, sizes, [s for s, _ in factors], limit)
     if order is None:
         return None
@@ -265,19 +308,19 @@ def _eliminate(
     for v in order:
         mine = [f for f in factors if v in f[0]]
         factors = [f for f in factors if v not in f[0]]
-        scope = tuple(sorted({x for s, _ in mine for x in s}))
+        scope = tuple(sorted({x for s, _ in mine for x in s} | {v}))
         total = np.zeros([sizes[x] for x in scope], dtype=np.int64)
         for s, t in mine:
             total = total + _expand(t, s, scope, sizes)
         pos = scope.index(v)
         trace.append((v, scope, total))
         factors.append((scope[:pos] + scope[pos + 1 :], total.min(axis=pos)))
-    cost = int(sum(int(t) for s, t in factors)) // scale
+    cost = int(sum(int(t) for s, t in factors))
     local = [0] * n
     for v, scope, total in reversed(trace):
         idx = tuple(slice(None) if x == v else local[x] for x in scope)
         local[v] = int(total[idx].argmin())
-    return cost, [int(allowed[v][local[v]]) for v in range(n)]
+    return cost, local
 
 
 def _expand(
