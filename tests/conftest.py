@@ -72,3 +72,16 @@ def local(local_backend):
 @pytest.fixture(params=TILINGS)
 def tiling(request):
     return request.param
+
+
+def pytest_runtest_setup(item):
+    """Ray workers cannot import test modules: ship their functions by value."""
+    import ray.cloudpickle
+
+    module = getattr(item, "module", None)
+    if module is not None and module.__name__ not in _by_value:
+        ray.cloudpickle.register_pickle_by_value(module)
+        _by_value.add(module.__name__)
+
+
+_by_value: set[str] = set()

@@ -108,7 +108,15 @@ class RayBackend(Master):
         self.slots = worker_slots(num_workers, num_cpus_per_worker, num_gpus_per_worker)
         self.nworkers = len(self.slots)
         self.actors = [self._start(i) for i in range(self.nworkers)]
-        self.nodes = ray.get([a.ping.remote() for a in self.actors])
+        try:
+            self.nodes = ray.get([a.ping.remote() for a in self.actors], timeout=120)
+        except ray.exceptions.GetTimeoutError:
+            for a in self.actors:
+                ray.kill(a)
+            raise RuntimeError(
+                f"could not start {self.nworkers} spartan workers within 120 s: the cluster "
+                f"offers {ray.available_resources()}; ask for fewer workers"
+            ) from None
         self.lineage = Lineage()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}

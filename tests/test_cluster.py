@@ -1,0 +1,145 @@
+"""A two-node Ray cluster on this machine: workers on both nodes, bytes between nodes
+counted apart, and an example run unchanged through ``ray job submit``.
+
+Each node runs ``ray start --block`` in its own process group, so the test stops just
+its own cluster (``ray stop`` would also stop the test session's Ray).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+DRIVER = """
+import time, ray
+ray.init(address="127.0.0.1:{port}")
+deadline = time.time() + 90
+while sum(n["Alive"] for n in ray.nodes()) < 2 and time.time() < deadline:
+    time.sleep(1)
+import spartan as sp
+be = sp.init(address="127.0.0.1:{port}", num_workers=2)
+assert len(set(be.nodes)) == 2, be.nodes
+sp.config.tiles_per_worker = 1
+a = sp.ones((64, 64), tiling="row")
+b = sp.ones((64, 64), tiling="column")
+c = a + b
+assert float(c.sum()) == 2 * 64 * 64
+s = sp.stats()
+print("between nodes", s["bytes_moved_between_nodes"], "moved", s["bytes_moved"])
+assert s["bytes_moved_between_nodes"] == s["bytes_moved"] > 0
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if not os.path.exists(RAY):
+        pytest.skip("the ray command line is not installed (pip install 'ray[default]')")
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")
+    port, dash = _free_port(), _free_port()
+    common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
+    procs = [
+        subprocess.Popen(
+            [
+                RAY,
+                "start",
+                "--head",
+                f"--port={port}",
+                f"--dashboard-port={dash}",
+                "--include-dashboard=true",
+                *common,
+            ],
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        time.sleep(6)
+        procs.append(
+            subprocess.Popen(
+                [RAY, "start", f"--address=127.0.0.1:{port}", *common],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        wait = (
+            f"import ray, time; ray.init(address='127.0.0.1:{port}'); t = time.time() + 90\n"
+            "while sum(n['Alive'] for n in ray.nodes()) < 2 and time.time() < t: time.sleep(1)\n"
+            "assert sum(n['Alive'] for n in ray.nodes()) == 2"
+        )
+        subprocess.run(
+            [sys.executable, "-c", wait], env=env, check=True, timeout=150, capture_output=True
+        )
+        yield env, port, dash
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def test_workers_on_every_node_and_bytes_between_nodes(cluster):
+    env, port, _ = cluster
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER.format(port=port)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "between nodes" in out.stdout
+
+
+def test_example_runs_unchanged_under_ray_job_submit(cluster):
+    env, _, dash = cluster
+    out = subprocess.run(
+        [
+            RAY,
+            "job",
+            "submit",
+            f"--address=http://127.0.0.1:{dash}",
+            "--working-dir",
+            ".",
+            "--",
+            "python",
+            "examples/kmeans.py",
+            "--n",
+            "20000",
+            "--iters",
+            "2",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "k-means" in out.stdout and "succeeded" in out.stdout

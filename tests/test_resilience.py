@@ -1,0 +1,137 @@
+"""Failures, checkpoints, memory limits and interactive use (issue 6)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import spartan as sp
+
+
+def _slow_double(t):
+    import time
+
+    time.sleep(0.15)
+    return t * 2
+
+
+def test_worker_killed_mid_computation_is_recovered(ray_backend):
+    sp.backend.session.use(ray_backend)
+    x = sp.random.rand(200, 30)
+    sp.evaluate(x)
+    expected = (x.to_numpy() * 2).sum(axis=0)
+    y = sp.map(_slow_double, x, dtype=float).sum(axis=0)
+    pid = ray_backend._get([ray_backend.actors[1].pid.remote()])[0]
+    before = ray_backend.recoveries
+    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    np.testing.assert_allclose(y.to_numpy(), expected)
+    assert ray_backend.recoveries == before + 1
+
+
+def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
+    sp.backend.session.use(ray_backend)
+    x = sp.random.rand(50, 8) + sp.arange(8)
+    sp.evaluate(x)
+    expected = x.to_numpy()
+    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    os.kill(pid, signal.SIGKILL)
+    np.testing.assert_array_equal(x.to_numpy(), expected)
+    np.testing.assert_allclose((x * 3).sum().item(), expected.sum() * 3)
+
+
+def test_checkpoint_round_trip_into_a_new_session(tmp_path, local_backend):
+    from spartan.backend.local import LocalBackend
+
+    sp.backend.session.use(local_backend)
+    x = sp.random.rand(11, 7, tiling="column")
+    v = x.T[::2, 1:]
+    sp.save_checkpoint(str(tmp_path), x=x, v=v)
+    xn, vn = x.to_numpy(), v.to_numpy()
+    sp.backend.session.use(LocalBackend(num_workers=2))  # another session, other worker count
+    loaded = sp.load_checkpoint(str(tmp_path))
+    np.testing.assert_array_equal(loaded["x"].to_numpy(), xn)
+    np.testing.assert_array_equal(loaded["v"].to_numpy(), vn)
+    assert loaded["x"].tiling.cuts == x.tiling.cuts
+    with pytest.raises(FileNotFoundError, match="no spartan checkpoint"):
+        sp.load_checkpoint(str(tmp_path / "nothing"))
+
+
+def test_periodic_checkpoint_replaces_lineage(tmp_path, ray_backend):
+    sp.backend.session.use(ray_backend)
+    old = (sp.config.checkpoint_dir, sp.config.checkpoint_interval)
+    sp.config.checkpoint_dir, sp.config.checkpoint_interval = str(tmp_path), 0.0
+    try:
+        x = sp.random.rand(40, 6) * 5
+        sp.evaluate(x)
+        assert any(f.endswith(".npy") for f in os.listdir(tmp_path))
+        expected = x.to_numpy()
+        key = x._expr.data.key((0, 0))
+        record = ray_backend.lineage.made_by[(key, 0)]
+        assert type(record.fn).__name__ == "LoadTile"
+        pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+        os.kill(pid, signal.SIGKILL)
+        np.testing.assert_array_equal(x.to_numpy(), expected)
+    finally:
+        sp.config.checkpoint_dir, sp.config.checkpoint_interval = old
+
+
+def test_too_big_fails_early_naming_the_array(local):
+    old = sp.config.worker_memory_bytes
+    sp.config.worker_memory_bytes = 1 << 20
+    try:
+        with pytest.raises(MemoryError, match=r"array ones of shape \(1000, 1000\)"):
+            sp.ones((1000, 1000)).sum().item()
+    finally:
+        sp.config.worker_memory_bytes = old
+
+
+def test_repr_fetches_only_the_printed_corners(backend):
+    x = sp.arange(200_000, dtype=np.float64).reshape(400, 500)
+    sp.evaluate(x)
+    backend.reset_stats()
+    text = repr(x)
+    assert text == repr(np.arange(200_000, dtype=np.float64).reshape(400, 500))
+    assert sp.stats()["bytes_to_driver"] <= 4 * 3 * 3 * 8  # four 3x3 corners
+    assert str(sp.arange(4)) == str(np.arange(4))
+
+
+def test_html_repr_and_explain_render(local, tmp_path):
+    x = sp.ones((8, 6), tiling="column")
+    html = x._repr_html_()
+    assert "column" in html and "(8, 6)" in html and "worker" in html
+    y = x @ x.T + 1
+    ex = sp.explain(y)
+    assert "predicted" in str(ex) and "not evaluated" in str(ex)
+    sp.evaluate(y)
+    after = str(sp.explain(y))
+    assert "measured after evaluation" in after
+    png = ex.render(str(tmp_path / "plan.png"))
+    assert os.path.getsize(png) > 1000
+    assert "digraph" in ex.to_dot()
+
+
+def test_long_waits_log_progress_when_not_interactive(ray_backend, caplog):
+    sp.backend.session.use(ray_backend)
+    old = sp.config.progress_after
+    sp.config.progress_after = 0.05
+    try:
+        import spartan.backend.ray_backend as rb
+
+        rb._interactive = lambda: False
+        with caplog.at_level(logging.INFO, logger="spartan"):
+            slow = sp.map(_slow_double, sp.ones((40, 4)), dtype=float)
+            sp.evaluate(slow)
+        assert slow.sum().item() == 320
+    finally:
+        sp.config.progress_after = old
+
+
+def test_tab_completion_lists_the_namespace():
+    names = dir(sp)
+    for name in ["array", "zeros", "sum", "dot", "map", "fold", "join_update", "explain", "init"]:
+        assert name in names
