@@ -148,6 +148,14 @@ def test_fixed_tilings_are_kept_and_evaluated_sources_retile_only_when_it_pays()
     assert pinned.tiling[x].kind == "column" and pinned.total > plan.total
 
 
+def test_an_evaluated_duplicated_array_stays_duplicated_without_budget():
+    p = Program()
+    x = p.source((512, 512), tiling=Tiling.duplicated((512, 512)))
+    p.map(x, p.transpose(x))
+    plan = optimize(p, P)
+    assert plan.tiling[x].replicated and plan.total == 0 and plan.dup_bytes == 0
+
+
 def test_measured_update_bytes_correct_the_join_update_estimate():
     p = Program()
     x = p.source((1024, 64))

@@ -94,7 +94,14 @@ class TilingGraph:
             allow = nworkers > 1 and node.op != "filter" and 0 < dup <= dup_budget_bytes
             cs = choices(program, node, pieces, allow)
             chs.append(cs)
-            mem.append(np.array([dup if c.tiling.replicated else 0 for c in cs], dtype=np.int64))
+            held = node.params.get("tiling") if node.op == "source" else None
+            # an evaluated array already duplicated costs no new memory to keep
+            mem.append(
+                np.array(
+                    [dup if c.tiling.replicated and c.tiling != held else 0 for c in cs],
+                    dtype=np.int64,
+                )
+            )
         factors = []
         for nid in nodes:
             for term in profile(program, program[nid], nworkers, history):
