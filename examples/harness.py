@@ -61,10 +61,13 @@ def mismatches(got: Any, want: Any, path: str = "result") -> list[str]:
     """Where ``got`` (spartan) and ``want`` (NumPy) differ beyond ``RTOL``/``ATOL``."""
     if isinstance(want, dict):
         return [m for k in want for m in mismatches(got[k], want[k], f"{path}[{k!r}]")]
+    if isinstance(want, (tuple, list)) and len(got) != len(want):
+        return [f"{path}: {len(got)} results != NumPy's {len(want)}"]
     if isinstance(want, (tuple, list)):
         return [
             m for i, (g, w) in enumerate(zip(got, want)) for m in mismatches(g, w, f"{path}[{i}]")
         ]
+    got, want = numpy.asarray(got), numpy.asarray(want)
     if got.shape != want.shape:
         return [f"{path}: shape {got.shape} != NumPy's {want.shape}"]
     if want.dtype.kind in "biu":
