@@ -1,11 +1,11 @@
-"""SwapAdvisor in simulation: the paper's models on a 16 GB V100 (PCIe 3, 12 GB/s), then H100.
+"""SwapAdvisor in simulation: the paper's models on a 16 GB V100 (PCIe 3, 12 GB/s), then with
+H100 constants (67 TFLOP/s, 50 GB/s host link) under the same 16 GiB.
 
 For each model the genetic search (schedule + pool allocation) is run under a time budget and
 its best plan's simulated iteration time is compared with the ideal (infinite memory) and with
 the baselines (ODSwap = on-demand LRU with learned prefetch, vDNN-like = swap all activations,
 TFLMS-like = never swap parameters), next to the paper's reported normalized throughput. Then
-the ResNet-152 inference table (seconds per batch by memory limit) and the same training table
-with H100 constants. Tables go to stdout and to ``bench/results/swap.md``; a timeline and a
+the ResNet-152 inference table (seconds per batch by memory limit). Tables go to stdout and to ``bench/results/swap.md``; a timeline and a
 convergence curve per model go to ``bench/results/swap/``.
 
     python bench/swap.py            # short budgets (about 5 min on 2 cores)
@@ -91,9 +91,11 @@ def run_search(wl: Workload, cfg: GAConfig):
     return result, result.plan(wl)
 
 
-def training_table(accel: Accelerator, cfg: GAConfig, pictures: bool) -> list[list[str]]:
+def training_table(
+    accel: Accelerator, cfg: GAConfig, pictures: bool, models: list[Model]
+) -> list[list[str]]:
     rows = []
-    for m in MODELS:
+    for m in models:
         g = m.build()
         wl = Workload.from_graph(g, accel=accel)
         t0 = perf_counter()
@@ -120,7 +122,7 @@ def training_table(accel: Accelerator, cfg: GAConfig, pictures: bool) -> list[li
         rows.append(row)
         log.info("%s: %s", accel.name, " | ".join(row))
         if pictures:
-            tag = f"{accel.name}_{m.name.split()[0]}".lower()
+            tag = f"{accel.name.split()[0]}_{m.name.split(' s')[0].replace(' ', '_')}".lower()
             plot_timeline(plan, RESULTS / "swap" / f"timeline_{tag}.png")
             plot_convergence(
                 result.history,
@@ -216,6 +218,10 @@ def main() -> None:
     ap.add_argument(
         "--ablation", action="store_true", help="add joint vs partial search vs random (V100)"
     )
+    ap.add_argument("--only", help="training models whose name contains this text")
+    ap.add_argument("--budget", type=float, help="GA seconds per training model (overrides)")
+    ap.add_argument("--v100-only", action="store_true", help="skip the H100 and inference tables")
+    ap.add_argument("--output", default=str(RESULTS / "swap.md"), help="result file")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.full:
@@ -230,12 +236,19 @@ def main() -> None:
         train = GAConfig(population=16, budget_s=12, patience_s=12, workers=args.workers)
         infer = GAConfig(population=12, budget_s=2.5, patience_s=2.5, workers=args.workers)
         label = "short: population 16, 12 s per model, inference 2.5 s per cell"
+    if args.budget:
+        train.budget_s = train.patience_s = args.budget
+        label += f"; training budget overridden to {args.budget:.0f} s"
     for cfg in (train, infer):
         cfg.progress = False
+    models = [m for m in MODELS if args.only is None or args.only.lower() in m.name.lower()]
     start = perf_counter()
     sections = []
-    for accel in (V100, H100):
-        rows = training_table(accel, train, pictures=not args.no_write)
+    # H100 compute and host link with the V100's 16 GiB, so the memory pressure is the same.
+    accels = [V100, H100.with_(name="H100 (16 GiB cap)", memory=16 * GiB)]
+    for accel in accels[:1] if args.v100_only else accels:
+        pictures = not args.no_write and accel is accels[0]
+        rows = training_table(accel, train, pictures, models)
         title = (
             f"### Training on {accel.name} ({accel.memory / GiB:.0f} GiB, host link "
             f"{accel.host_bw / 1e9:.0f} GB/s per direction): normalized throughput vs ideal"
@@ -243,14 +256,15 @@ def main() -> None:
         sections.append(f"{title}\n\n{markdown(TRAIN_HEADER, rows)}")
         print(f"\n{title}\n")
         print(markdown(TRAIN_HEADER, rows))
-    inf_rows = inference_table(infer)
-    title = (
-        "### ResNet-152 inference on V100, simulated seconds per batch by memory limit "
-        "(paper's measured value in parentheses)"
-    )
-    inf_md = markdown(["memory", "batch 1", "batch 16", "batch 32", "batch 64"], inf_rows)
-    sections.append(f"{title}\n\n{inf_md}")
-    print(f"\n{title}\n\n{inf_md}")
+    if not args.v100_only:
+        inf_rows = inference_table(infer)
+        title = (
+            "### ResNet-152 inference on V100, simulated seconds per batch by memory limit "
+            "(paper's measured value in parentheses)"
+        )
+        inf_md = markdown(["memory", "batch 1", "batch 16", "batch 32", "batch 64"], inf_rows)
+        sections.append(f"{title}\n\n{inf_md}")
+        print(f"\n{title}\n\n{inf_md}")
     if args.ablation:
         rows = ablation_table(train, V100)
         title = (
@@ -277,9 +291,10 @@ def main() -> None:
                 "and `convergence_*.png` (best/mean/worst per generation).",
             ]
         )
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "swap.md").write_text(text + "\n")
-        print(f"\nwrote {RESULTS / 'swap.md'} ({total:.0f} s)")
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        print(f"\nwrote {out} ({total:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -65,9 +65,7 @@ def plot_timeline(plan: SwapPlan, path: str | Path, title: str | None = None) ->
             for i in plan.stream(kind)
             if plan.duration[i] > 0
         ]
-        ax.broken_barh(
-            spans, (2 - y - 0.4, 0.8), facecolors=colors[kind], edgecolor="white", linewidth=0.3
-        )
+        ax.broken_barh(spans, (2 - y - 0.4, 0.8), facecolors=colors[kind], edgecolor="none")
     ax.set_yticks([2, 1, 0], [title for _, title in _ROWS])
     ax.set_xlabel("simulated time (s)")
     ax.set_xlim(0, sim.makespan * 1.01 or 1)
