@@ -35,11 +35,13 @@ from spartan.tiling import Tiling
 
 @dataclass(frozen=True)
 class Factor:
-    """Bytes moved by node ``owner``: ``table`` over the choices of the vars in ``scope``."""
+    """Bytes moved by node ``owner``: ``table`` over the choices of the vars in ``scope``.
+    An update factor also keeps its uncorrected estimate ``raw``."""
 
     owner: int
     scope: tuple[int, ...]
     table: np.ndarray
+    raw: np.ndarray | None = None
 
 
 @dataclass
@@ -104,8 +106,13 @@ class TilingGraph:
             )
         factors = []
         for nid in nodes:
-            for term in profile(program, program[nid], nworkers, history):
-                factors.append(_factor(nid, term, [var_of[n] for n in term.nodes], chs))
+            ratio = history.factor(program[nid].params.get("site"))
+            for term in profile(program, program[nid], nworkers):
+                f = _factor(nid, term, [var_of[n] for n in term.nodes], chs)
+                if term.update:
+                    table = np.rint(f.table * ratio).astype(np.int64)
+                    f = Factor(nid, f.scope, table, raw=f.table)
+                factors.append(f)
         users = program.users()
         degree = [len(set(program[nid].inputs) | set(users[nid])) for nid in nodes]
         return cls(program, nworkers, nodes, var_of, chs, mem, factors, degree)
@@ -122,6 +129,16 @@ class TilingGraph:
         out = {n.id: 0 for n in self.program}
         for f in self.factors:
             out[f.owner] += int(f.table[tuple(assign[v] for v in f.scope)])
+        return out
+
+    def update_costs(self, assign: list[int] | np.ndarray) -> dict[int, tuple[int, int]]:
+        """(predicted, uncorrected estimate) of the update bytes of each join node."""
+        out: dict[int, tuple[int, int]] = {}
+        for f in self.factors:
+            if f.raw is not None:
+                idx = tuple(assign[v] for v in f.scope)
+                got, est = out.get(f.owner, (0, 0))
+                out[f.owner] = (got + int(f.table[idx]), est + int(f.raw[idx]))
         return out
 
     def dup_bytes(self, assign: list[int] | np.ndarray) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from spartan.frontend.optimizer.geometry import induced_tiling
 from spartan.frontend.optimizer.graph import TilingGraph
-from spartan.frontend.optimizer.profiles import Choice
+from spartan.frontend.optimizer.profiles import Choice, UpdateHistory
 from spartan.frontend.optimizer.program import Program
 from spartan.tiling import Tiling
 
@@ -21,7 +21,8 @@ from spartan.tiling import Tiling
 @dataclass
 class Plan:
     """``tiling[node]`` for every node (a view's is induced by its root), ``impl[node]``
-    for dot nodes, ``predicted[node]`` bytes; ``measured[node]`` is filled after a run."""
+    for dot nodes, ``predicted[node]`` bytes (``updates[node]``: a join node's predicted
+    and uncorrected update bytes); ``measured[node]`` is filled after a run."""
 
     program: Program
     nworkers: int
@@ -31,6 +32,7 @@ class Plan:
     dup_bytes: int
     method: str
     seconds: float
+    updates: dict[int, tuple[int, int]] = field(default_factory=dict)
     measured: dict[int, int] = field(default_factory=dict)
 
     @classmethod
@@ -53,6 +55,7 @@ class Plan:
             graph.dup_bytes(assign),
             method,
             seconds,
+            graph.update_costs(assign),
         )
 
     @property
@@ -64,11 +67,20 @@ class Plan:
     def total(self) -> int:
         return sum(self.predicted.values())
 
-    def record_measured(self, node_id: int, nbytes: int) -> None:
-        """Store the bytes the backend moved for ``node_id`` beside the prediction."""
+    def record_measured(
+        self, node_id: int, nbytes: int, history: UpdateHistory | None = None
+    ) -> None:
+        """Store the bytes the backend moved for ``node_id`` beside the prediction; for a
+        join node with a ``site``, also teach ``history`` its real update bytes (the
+        measured bytes less the predicted reads, which are exact)."""
         if node_id not in self.predicted:
             raise KeyError(f"no node {node_id} in this plan")
         self.measured[node_id] = int(nbytes)
+        site = self.program[node_id].params.get("site")
+        if history is not None and site is not None and node_id in self.updates:
+            predicted, estimate = self.updates[node_id]
+            reads = self.predicted[node_id] - predicted
+            history.record(site, estimate, max(0, int(nbytes) - reads))
 
     def explain(self) -> str:
         """A table: node, operator, shape, chosen tiling, predicted (and measured) bytes."""

@@ -73,10 +73,12 @@ class Choice:
 
 @dataclass(frozen=True)
 class Term:
-    """Bytes moved as a function of the choices of ``nodes`` (in that order)."""
+    """Bytes moved as a function of the choices of ``nodes`` (in that order); an
+    ``update`` term is a join_update's update estimate (corrected by measurements)."""
 
     nodes: tuple[int, ...]
     cost: Callable[..., int]
+    update: bool = False
 
 
 @dataclass
@@ -124,7 +126,7 @@ def dup_memory(node: Node, nworkers: int) -> int:
 
 
 # ---- profiles ---------------------------------------------------------------------------
-def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory) -> list[Term]:
+def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
     """The cost terms of ``node``."""
     P, me, op = nworkers, node.id, node.op
     if node.is_view:
@@ -188,10 +190,9 @@ def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory)
             )
             for x, off in zip(xs, offsets)
         ]
-    factor = history.factor(node.params.get("site"))
     if op == "join_update":
         joined = xs[: len(node.params["axes"])]
-        terms = _join_terms(node, joined, factor, P)
+        terms = _join_terms(node, joined, P)
         if node.params["has_base"]:  # each output tile starts from its region of the base
             b = xs[-1]
             terms.append(
@@ -199,11 +200,11 @@ def profile(program: Program, node: Node, nworkers: int, history: UpdateHistory)
             )
         return terms
     if op == "dot":
-        return _dot_terms(node, xs, factor, P)
+        return _dot_terms(node, xs, P)
     raise ValueError(f"no cost profile for operator {op!r}")
 
 
-def _join_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term]:
+def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     me = node.id
     axes, update_axis, fixed = (
         node.params["axes"],
@@ -213,9 +214,7 @@ def _join_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Ter
     f = next((i for i, a in enumerate(axes) if a >= 0), None)
 
     def update(tasks: tuple, c: Choice) -> int:
-        return round(
-            factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
-        )
+        return _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
 
     if f is None:  # every input whole: one task on worker 0 (or the groups asked for)
         g = fixed or 1
@@ -224,7 +223,7 @@ def _join_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Ter
             Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks, P))
             for x, a in zip(xs, axes)
         ]
-        return terms + [Term((me,), lambda c: update(tasks, c))]
+        return terms + [Term((me,), lambda c: update(tasks, c), update=True)]
     first, fa = xs[f], axes[f]
     terms = [
         Term(
@@ -248,12 +247,13 @@ def _join_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Ter
         Term(
             (first.root, me),
             lambda rf, c: update(_join_tasks(first.key, fa, rf.tiling, P, fixed), c),
+            update=True,
         )
     )
     return terms
 
 
-def _dot_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term]:
+def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     """The join_update of the chosen algorithm: ``rows`` joins X's rows with all of Y
     and writes output rows; ``inner`` joins X's columns with Y's rows, whole outputs."""
     me = node.id
@@ -268,9 +268,7 @@ def _dot_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term
 
     def update(rx: Choice, c: Choice) -> int:
         update_axis = 0 if c.impl == "rows" else None
-        return round(
-            factor * _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks(rx, c), P)
-        )
+        return _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks(rx, c), P)
 
     return [
         Term((x.root, me), lambda rx, c: _join_read(x.key, rx.tiling, axes(c)[0], tasks(rx, c), P)),
@@ -278,7 +276,7 @@ def _dot_terms(node: Node, xs: list[_Input], factor: float, P: int) -> list[Term
             (x.root, y.root, me),
             lambda rx, ry, c: _join_read(y.key, ry.tiling, axes(c)[1], tasks(rx, c), P),
         ),
-        Term((x.root, me), update),
+        Term((x.root, me), update, update=True),
     ]
 
 
