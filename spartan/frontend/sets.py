@@ -100,20 +100,22 @@ class UniqueInverse(NamedTuple):
 
 
 def unique_values(x: Any) -> Array:
-    """The array API ``unique_values``."""
-    return unique(x)
+    """The array API ``unique_values`` (NaNs are all distinct, as the standard says)."""
+    return unique(x, equal_nan=False)
 
 
 def unique_counts(x: Any) -> UniqueCounts:
-    return UniqueCounts(*unique(x, return_counts=True))
+    return UniqueCounts(*unique(x, return_counts=True, equal_nan=False))
 
 
 def unique_inverse(x: Any) -> UniqueInverse:
-    return UniqueInverse(*unique(x, return_inverse=True))
+    return UniqueInverse(*unique(x, return_inverse=True, equal_nan=False))
 
 
 def unique_all(x: Any) -> UniqueAll:
-    return UniqueAll(*unique(x, return_index=True, return_inverse=True, return_counts=True))
+    return UniqueAll(
+        *unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
+    )
 
 
 class _IsIn:
