@@ -15,6 +15,7 @@ device. Swapping happens whenever a class has no free object, not only when memo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -133,16 +134,20 @@ class PoolModel:
         self.ts: tuple[int, ...] = workload.sizes
         index = {s: i for i, s in enumerate(self.ts)}
         self.size_index: tuple[int, ...] = tuple(index[b] for b in workload.nbytes)
-        # Per op: how many of its distinct tensors have each size (for minimum counts).
-        self._op_size_counts: list[dict[int, int]] = []
-        for op in range(workload.n_ops):
-            counts: dict[int, int] = {}
-            for t in workload.op_tensors(op):
-                counts[self.size_index[t]] = counts.get(self.size_index[t], 0) + 1
-            self._op_size_counts.append(counts)
         self._tensors_per_size = [0] * len(self.ts)
         for i in self.size_index:
             self._tensors_per_size[i] += 1
+
+    @functools.cached_property
+    def _op_size_counts(self) -> list[dict[int, int]]:
+        """Per op: how many of its distinct tensors have each size index."""
+        out = []
+        for op in range(self.workload.n_ops):
+            counts: dict[int, int] = {}
+            for t in self.workload.op_tensors(op):
+                counts[self.size_index[t]] = counts.get(self.size_index[t], 0) + 1
+            out.append(counts)
+        return out
 
     def tensor_classes(self, cls: Sequence[int]) -> list[int]:
         """The class of every tensor under ``cls``."""
