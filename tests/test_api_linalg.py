@@ -1,0 +1,146 @@
+"""spartan.linalg and the products in the main namespace against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spartan as sp
+
+RNG = np.random.default_rng(0)
+TALL = RNG.standard_normal((48, 4))
+SQ = TALL.T @ TALL + np.eye(4)
+
+
+def close(got, expected, **kw):
+    g = got.to_numpy() if isinstance(got, sp.Array) else np.asarray(got)
+    assert g.shape == np.shape(expected)
+    np.testing.assert_allclose(g, expected, rtol=1e-8, atol=1e-10, **kw)
+
+
+@pytest.mark.parametrize(
+    "spec, shapes",
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)]),
+        ("ij,jk", [(3, 4), (4, 5)]),
+        ("ij->ji", [(3, 4)]),
+        ("ij->", [(3, 4)]),
+        ("ij,ij->i", [(3, 4), (3, 4)]),
+        ("i,i", [(4,), (4,)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("ii->i", [(4, 4)]),
+        ("ii", [(4, 4)]),
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("...j,j->...", [(2, 3, 4), (4,)]),
+        ("ijk,kl->ijl", [(2, 3, 4), (4, 2)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ],
+)
+def test_einsum(local, spec, shapes):
+    ops = [RNG.standard_normal(s) for s in shapes]
+    close(sp.einsum(spec, *[sp.array(o, tiling="block") for o in ops]), np.einsum(spec, *ops))
+
+
+def test_diagonal_trace(local, tiling):
+    a = RNG.standard_normal((5, 7))
+    x = sp.array(a, tiling=tiling)
+    for k in (-2, 0, 3, 9):
+        close(sp.diagonal(x, k), np.diagonal(a, k))
+        close(sp.trace(x, k), np.trace(a, k))
+    b = RNG.standard_normal((3, 4, 5))
+    close(sp.diagonal(sp.array(b), 1, 0, 2), np.diagonal(b, 1, 0, 2))
+
+
+def test_tsqr(local, tiling):
+    x = sp.array(TALL, tiling=tiling)
+    q, r = sp.linalg.qr(x)
+    qn, rn = q.to_numpy(), r.to_numpy()
+    np.testing.assert_allclose(qn @ rn, TALL, atol=1e-10)
+    np.testing.assert_allclose(qn.T @ qn, np.eye(4), atol=1e-10)
+    np.testing.assert_allclose(np.triu(rn), rn)
+    np.testing.assert_allclose(np.abs(rn), np.abs(np.linalg.qr(TALL)[1]), atol=1e-10)
+    close(abs(sp.linalg.qr(x, mode="r")), np.abs(np.linalg.qr(TALL, mode="r")))
+
+
+def test_svd(local):
+    x = sp.array(TALL)
+    u, s, vh = sp.linalg.svd(x, full_matrices=False)
+    np.testing.assert_allclose((u.to_numpy() * s.to_numpy()) @ vh.to_numpy(), TALL, atol=1e-10)
+    close(s, np.linalg.svd(TALL, compute_uv=False))
+    close(sp.linalg.svdvals(x), np.linalg.svd(TALL, compute_uv=False))
+    u, s, vh = sp.linalg.svd(x)
+    assert u.shape == (48, 48) and vh.shape == (4, 4)
+    low = (RNG.standard_normal((60, 3)) * [50, 10, 5]) @ RNG.standard_normal((3, 20))
+    u, s, vh = sp.linalg.svd_compressed(sp.array(low), 3)
+    close(s, np.linalg.svd(low, compute_uv=False)[:3])
+
+
+def test_square_solvers(local):
+    x = sp.array(SQ)
+    b = RNG.standard_normal((4, 2))
+    close(sp.linalg.solve(x, b), np.linalg.solve(SQ, b))
+    close(sp.linalg.inv(x), np.linalg.inv(SQ))
+    close(sp.linalg.det(x), np.linalg.det(SQ))
+    sign, logdet = sp.linalg.slogdet(x)
+    close(sign, 1.0)
+    close(logdet, np.linalg.slogdet(SQ)[1])
+    close(sp.linalg.cholesky(x), np.linalg.cholesky(SQ))
+    w, v = sp.linalg.eigh(x)
+    close(w, np.linalg.eigh(SQ)[0])
+    np.testing.assert_allclose(SQ @ v.to_numpy(), v.to_numpy() * w.to_numpy(), atol=1e-9)
+    close(sp.linalg.eigvalsh(x), np.linalg.eigvalsh(SQ))
+    close(sp.linalg.matrix_power(x, 3), np.linalg.matrix_power(SQ, 3))
+    close(sp.linalg.matrix_power(x, -1), np.linalg.inv(SQ))
+    close(sp.linalg.multi_dot([x, x, x]), SQ @ SQ @ SQ)
+
+
+def test_least_squares_and_friends(local):
+    x = sp.array(TALL)
+    b = RNG.standard_normal(48)
+    sol, res, rank, s = sp.linalg.lstsq(x, b)
+    e = np.linalg.lstsq(TALL, b)
+    close(sol, e[0])
+    close(res, e[1])
+    assert rank == e[2]
+    close(s, e[3])
+    close(sp.linalg.pinv(x), np.linalg.pinv(TALL))
+    assert int(sp.linalg.matrix_rank(x)) == np.linalg.matrix_rank(TALL)
+    close(sp.linalg.cond(x), np.linalg.cond(TALL))
+
+
+@pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
+def test_matrix_norms(local, ord):
+    close(sp.linalg.norm(sp.array(TALL), ord), np.linalg.norm(TALL, ord))
+
+
+@pytest.mark.parametrize("ord", [None, 0, 1, 2, 3, np.inf, -np.inf])
+def test_vector_norms(local, tiling, ord):
+    x = sp.array(TALL, tiling=tiling)
+    close(sp.linalg.norm(x, ord, axis=0), np.linalg.norm(TALL, ord, axis=0))
+    close(
+        sp.linalg.norm(x, ord, axis=1, keepdims=True),
+        np.linalg.norm(TALL, ord, axis=1, keepdims=True),
+    )
+
+
+def test_vector_products(local):
+    a, b = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 3))
+    close(sp.linalg.cross(sp.array(a), sp.array(b)), np.cross(a, b))
+    close(sp.linalg.vecdot(sp.array(a), sp.array(b)), np.linalg.vecdot(a, b))
+    close(sp.linalg.vector_norm(sp.array(a)), np.linalg.vector_norm(a))
+    close(sp.linalg.matrix_norm(sp.array(a)), np.linalg.matrix_norm(a))
+
+
+def test_errors(local):
+    with pytest.raises(np.linalg.LinAlgError):
+        sp.linalg.inv(sp.ones((2, 3)))
+    with pytest.raises(np.linalg.LinAlgError):
+        sp.linalg.det(sp.ones(3))
+    with pytest.raises(ValueError):
+        sp.linalg.solve(sp.eye(3), sp.ones(4))
+    with pytest.raises(ValueError):
+        sp.linalg.norm(sp.ones((2, 2)), "bogus")
+    with pytest.raises(ValueError):
+        sp.einsum("ij,jk->ik", sp.ones((2, 3)), sp.ones((4, 2)))
+    with pytest.raises(ValueError):
+        sp.diagonal(sp.ones(3))
