@@ -54,7 +54,7 @@ def main() -> None:
         f"{args.workers} workers, median of {args.repeat}"
     )
 
-    ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
     spartan.init(backend="ray", num_workers=args.workers)
 
     x_np = numpy.random.default_rng(0).random(shape)

@@ -14,6 +14,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from spartan.backend.device import to_host
+
 
 class SaveTiles:
     """Task: write each input block to its path (atomically: write, then rename)."""
@@ -24,7 +26,7 @@ class SaveTiles:
     def __call__(self, *blocks: np.ndarray) -> tuple:
         for path, block in zip(self.paths, blocks):
             tmp = f"{path}.tmp.npy"
-            np.save(tmp, np.asarray(block))
+            np.save(tmp, to_host(block))
             os.replace(tmp, path)
         return ()
 

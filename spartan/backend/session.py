@@ -42,8 +42,10 @@ def init(
         from spartan.backend.ray_backend import RayBackend
 
         if not ray.is_initialized():
-            if address is None and os.environ.get("RAY_ADDRESS"):
-                address = "auto"  # inside `ray job submit`
+            if address is None:
+                # inside `ray job submit` join the job's cluster; otherwise start our own
+                # instance even if a `ray start` cluster is running on this machine
+                address = "auto" if os.environ.get("RAY_ADDRESS") else "local"
             ray.init(address=address, log_to_driver=True, **ray_options)
         _current = RayBackend(num_workers)
     else:

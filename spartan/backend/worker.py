@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Key, Region
+from spartan.backend.device import array_module, gpu_memory, to_device, to_host
 
 
 def nbytes_of(value: Any) -> int:
@@ -48,7 +49,8 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
         if part.size == int(np.prod(region.shape)):
             # one piece covering the region: a view, no copy
             return part.reshape(region.shape)
-    out = np.empty(region.shape, dtype=region.dtype)
+    xp = array_module(*parts) if parts else np
+    out = xp.empty(region.shape, dtype=region.dtype)
     for piece, part in zip(pieces, parts):
         target = out[piece.dst]
         target[...] = part.reshape(target.shape)
@@ -58,9 +60,10 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
 class Worker:
     """Holds blocks by key and runs tasks; counts bytes that arrive from elsewhere."""
 
-    def __init__(self, index: int, node: str = "") -> None:
+    def __init__(self, index: int, node: str = "", device: str = "cpu") -> None:
         self.index = index
         self.node = node or os.uname().nodename
+        self.device = device
         self.store: dict[Key, Any] = {}
         self.reset_stats()
 
@@ -70,6 +73,7 @@ class Worker:
         self.counters["bytes_from_driver"] += nbytes_of(value)
 
     def _set(self, key: Key, value: Any) -> None:
+        value = to_device(value, self.device)
         old = self.store.get(key)
         self.held += nbytes_of(value) - nbytes_of(old)
         self.store[key] = value
@@ -85,7 +89,9 @@ class Worker:
         if isinstance(block, TaskFailed):
             return block
         part = take(block, src, perm)
-        return np.ascontiguousarray(part) if isinstance(part, np.ndarray) else part
+        if isinstance(part, np.ndarray):
+            return np.ascontiguousarray(part)
+        return to_host(part)  # GPU blocks travel through host memory
 
     def fetch(self, key: Key, src: tuple | None = None) -> Any:
         part = self.get_piece(key, src or ())
@@ -154,7 +160,7 @@ class Worker:
                     if isinstance(part, TaskFailed):
                         raise part.error
                     self._count_in(part, remote_nodes[i] if remote_nodes else self.node)
-                    parts.append(part)
+                    parts.append(to_device(part, self.device))
             args.append(assemble(inp, parts))
         return args
 
@@ -190,3 +196,8 @@ class Worker:
 
     def ping(self) -> str:
         return self.node
+
+    def memory(self) -> int:
+        """Bytes this worker may still fill: free GPU memory on a GPU worker, else 0
+        (the driver then uses host memory figures)."""
+        return gpu_memory() if self.device == "gpu" else 0

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Piece, Region
+from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering
 from spartan.frontend.map import Kernel, Map
@@ -31,7 +32,8 @@ class _LocalTask:
 
     def __call__(self, *blocks: np.ndarray) -> np.ndarray:
         block = self.kernel(*blocks) if self.kernel is not None else blocks[0]
-        return np.asarray(self.local(block, self.axes, self.box))
+        out = self.local(block, self.axes, self.box)
+        return array_module(out).asarray(out)
 
 
 class _CombineTask:
@@ -42,7 +44,7 @@ class _CombineTask:
         out = functools.reduce(self.combine, partials)
         if self.final is not None:
             out = self.final(out)
-        return np.asarray(out).astype(self.dtype, copy=False)
+        return array_module(out).asarray(out).astype(self.dtype, copy=False)
 
 
 class Fold(Expr):

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import Box, Tiling, box_shape
@@ -76,10 +77,11 @@ class _JoinTask:
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
         for loc, update in self.f_join(self.extents, *blocks) or ():
             box = location_box(loc, self.out_shape)
-            upd = np.broadcast_to(np.asarray(update), box_shape(box))
+            xp = array_module(update)
+            upd = xp.broadcast_to(xp.asarray(update), box_shape(box))
             for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
                 src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
-                per_tile[idx].append((inter, np.ascontiguousarray(upd[src])))
+                per_tile[idx].append((inter, xp.ascontiguousarray(upd[src])))
         out = tuple(per_tile[t] for t in self.targets)
         return out[0] if len(out) == 1 else out  # one output: the value itself
 
@@ -93,10 +95,12 @@ class _Accumulate:
 
     def __call__(self, *inputs: Any) -> np.ndarray:
         if self.has_base:
-            out = np.array(inputs[0], dtype=self.dtype, copy=True)
+            out = array_module(inputs[0]).array(inputs[0], dtype=self.dtype, copy=True)
             lists = inputs[1:]
         else:
-            out = np.full(box_shape(self.box), self.fill, dtype=self.dtype)
+            arrays = [u for updates in inputs for _, u in updates[:1]]
+            xp = array_module(*arrays)
+            out = xp.full(box_shape(self.box), self.fill, dtype=self.dtype)
             lists = inputs
         for updates in lists:
             for inter, upd in updates:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import box_shape
@@ -62,7 +63,8 @@ class Kernel:
     def __call__(self, *blocks: Any) -> np.ndarray:
         shape = self.shape
         rows = shape[0] if shape else 0
-        if self.elementwise and rows > 1 and int(np.prod(shape)) > 2 * CHUNK:
+        xp = array_module(*blocks)
+        if self.elementwise and xp is np and rows > 1 and int(np.prod(shape)) > 2 * CHUNK:
             out = np.empty(shape, self.dtype)
             step = max(1, CHUNK * rows // int(np.prod(shape)))
             full = [b.ndim == len(shape) and b.shape[0] == rows for b in blocks]
@@ -70,9 +72,9 @@ class Kernel:
                 part = [b[lo : lo + step] if f else b for b, f in zip(blocks, full)]
                 out[lo : lo + step] = run_tree(self.tree, part)
             return out
-        result = np.asarray(run_tree(self.tree, blocks))
+        result = xp.asarray(run_tree(self.tree, blocks))
         if result.shape != shape:
-            result = np.broadcast_to(result, shape)
+            result = xp.broadcast_to(result, shape)
         return result.astype(self.dtype, copy=False)
 
 

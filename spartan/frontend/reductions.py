@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import to_host
 from spartan.frontend.array import Array
 from spartan.frontend.fold import Fold
 from spartan.frontend.ufuncs import elementwise
@@ -246,14 +247,14 @@ def _arg_local(pick: Any, axes: tuple[int, ...], shape: tuple[int, ...], block, 
         k = int(pick(flat)) if flat.size else 0
         local = np.unravel_index(k, block.shape) if flat.size else (0,) * len(shape)
         out = np.empty((), rec)
-        out["v"] = flat[k] if flat.size else 0
+        out["v"] = to_host(flat[k]) if flat.size else 0
         out["i"] = np.ravel_multi_index(tuple(int(i) + lo for i, (lo, _) in zip(local, box)), shape)
         return out
     ax = axes[0]
     k = pick(block, axis=ax)
-    out = np.empty(k.shape, rec)
-    out["v"] = np.take_along_axis(block, np.expand_dims(k, ax), ax).squeeze(ax)
-    out["i"] = k + box[ax][0]
+    out = np.empty(k.shape, rec)  # partials stay on the host: CuPy has no structured dtypes
+    out["v"] = to_host(np.take_along_axis(block, np.expand_dims(k, ax), ax).squeeze(ax))
+    out["i"] = to_host(k) + box[ax][0]
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Piece, Region
+from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
@@ -27,8 +28,8 @@ class _LocalScan:
         self.ufunc, self.axis, self.dtype = ufunc, axis, dtype
 
     def __call__(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = self.ufunc.accumulate(block, axis=self.axis, dtype=self.dtype)
-        last = np.take(out, [-1], axis=self.axis) if out.shape[self.axis] else out
+        out = accumulate(self.ufunc, block, self.axis, self.dtype)
+        last = out.take([-1], axis=self.axis) if out.shape[self.axis] else out
         return out, last
 
 

@@ -1,0 +1,85 @@
+"""The array-module seam: one code path for tiles in NumPy (CPU) or CuPy (GPU) memory.
+
+Task functions call :func:`array_module` on their blocks and use what it returns
+(``numpy`` or ``cupy``), so one body serves both devices; a GPU worker keeps its blocks
+in device memory and sends pieces to other workers through host memory.
+
+>>> def f(block):
+...     xp = spartan.get_array_module(block)      # numpy here, cupy on a GPU worker
+...     return xp.tanh(block)
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+
+def cupy_module() -> ModuleType | None:
+    """CuPy if it is installed and sees a GPU, else None."""
+    try:
+        import cupy
+
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # noqa: BLE001 -- no CuPy, no driver or no device: all mean "no GPU"
+        return None
+
+
+def array_module(*arrays: Any) -> ModuleType:
+    """``cupy`` if any of ``arrays`` lives on a GPU, else ``numpy``."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and any(isinstance(a, cupy.ndarray) for a in arrays):
+        return cupy
+    return np
+
+
+def to_host(value: Any) -> Any:
+    """``value`` with every GPU array copied to host memory (tuples/lists too)."""
+    if isinstance(value, np.ndarray):
+        return value
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return cupy.asnumpy(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_host(v) for v in value)
+    return value
+
+
+def to_device(value: Any, device: str) -> Any:
+    """``value`` with its NumPy arrays moved to ``device`` (structured dtypes stay on
+    the host: CuPy has none)."""
+    if device != "gpu":
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.fields is not None or value.dtype == object:
+            return value
+        import cupy
+
+        return cupy.asarray(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def accumulate(ufunc: np.ufunc, block: Any, axis: int, dtype: Any) -> Any:
+    """``ufunc.accumulate`` on either device (CuPy lacks it for some ufuncs)."""
+    xp = array_module(block)
+    if xp is np:
+        return ufunc.accumulate(block, axis=axis, dtype=dtype)
+    special = {np.add: xp.cumsum, np.multiply: xp.cumprod}
+    if ufunc in special:
+        return special[ufunc](block, axis=axis, dtype=dtype)
+    out = ufunc.accumulate(to_host(block), axis=axis, dtype=dtype)  # rare: via the host
+    return xp.asarray(out)
+
+
+def gpu_memory() -> int:
+    """Free bytes on this process's current GPU (0 without one)."""
+    cupy = cupy_module()
+    if cupy is None:
+        return 0
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    return int(free)
