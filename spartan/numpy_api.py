@@ -192,7 +192,7 @@ for _name in (
     "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
     "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
     "result_type can_cast promote_types issubdtype integer floating number generic "
-    "complexfloating signedinteger unsignedinteger errstate"
+    "complexfloating signedinteger unsignedinteger errstate isdtype"
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001

@@ -1,0 +1,64 @@
+"""NumPy dispatch (``__array_function__``/``__array_ufunc__``) and the array API namespace."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import spartan as sp
+
+
+def test_numpy_functions_dispatch_to_spartan(local):
+    a = np.arange(12.0).reshape(3, 4)
+    x = sp.array(a)
+    for fn, args in [
+        (np.median, ()),
+        (np.sort, ()),
+        (np.unique, ()),
+        (np.flip, ()),
+        (np.nanmean, ()),
+        (np.clip, (1, 5)),
+        (np.diff, ()),
+        (np.pad, (1,)),
+        (np.cumsum, ()),
+        (np.take, ([0, 5],)),
+        (np.percentile, (50,)),
+    ]:
+        out = fn(x, *args)
+        assert isinstance(out, sp.Array), fn.__name__
+        np.testing.assert_allclose(out.to_numpy(), fn(a, *args))
+    assert isinstance(np.linalg.norm(x), sp.Array)
+    assert isinstance(np.einsum("ij->j", x), sp.Array)
+
+
+def test_array_namespace(local):
+    x = sp.ones((2, 3))
+    xp = x.__array_namespace__()
+    assert xp is sp
+    for name in [
+        "permute_dims",
+        "concat",
+        "unique_values",
+        "unique_counts",
+        "unique_inverse",
+        "unique_all",
+        "cumulative_sum",
+        "matrix_transpose",
+        "astype",
+        "unstack",
+        "isdtype",
+    ]:
+        assert callable(getattr(xp, name)), name
+    np.testing.assert_array_equal(xp.permute_dims(x, (1, 0)).to_numpy(), np.ones((3, 2)))
+
+
+def test_methods(local):
+    a = np.arange(6).reshape(2, 3)
+    x = sp.array(a)
+    np.testing.assert_array_equal(x.sort(axis=0).to_numpy(), np.sort(a, axis=0))
+    np.testing.assert_array_equal(x.take([0, 4]).to_numpy(), a.take([0, 4]))
+    np.testing.assert_array_equal(x.repeat(2).to_numpy(), a.repeat(2))
+    np.testing.assert_array_equal(x.diagonal().to_numpy(), a.diagonal())
+    assert x.trace().item() == a.trace()
+    np.testing.assert_array_equal(x.clip(1, 4).to_numpy(), a.clip(1, 4))
+    np.testing.assert_array_equal(x.nonzero()[1].to_numpy(), a.nonzero()[1])
+    assert sp.isdtype(x.dtype, "integral")
