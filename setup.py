@@ -16,7 +16,8 @@ setup(
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "ruff"],
         "bench": ["dask[array,distributed]>=2024.1", "psutil", "matplotlib"],
-        "gpu": ["cupy-cuda12x>=13"],
+        "gpu": ["cupy-cuda12x>=13"],  # CUDA 12.x drivers
+        "gpu-cuda13": ["cupy-cuda13x>=13"],  # CUDA 13.x drivers
         "torch": ["torch"],
     },
     entry_points={"console_scripts": ["spartan=spartan.cli:main"]},

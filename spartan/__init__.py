@@ -18,6 +18,7 @@ from typing import Any
 import numpy as _np
 
 from spartan import backend
+from spartan.backend.device import array_module as get_array_module
 from spartan.backend.session import init, shutdown
 from spartan.config import config
 from spartan.frontend.array import Array, ndarray

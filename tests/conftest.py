@@ -17,12 +17,14 @@ import spartan  # noqa: E402
 from spartan.backend import session  # noqa: E402
 
 TILINGS = ["row", "column", "block", "dup"]
+#: run the whole suite with GPU tiles: SPARTAN_TEST_DEVICE=gpu pytest
+DEVICE = os.environ.get("SPARTAN_TEST_DEVICE", "cpu")
 
 
 @pytest.fixture(scope="session")
 def ray_backend():
     """A Ray backend with 2 workers (``num_cpus=2``), started once per session."""
-    import ray
+    ray = pytest.importorskip("ray")
 
     from spartan.backend.ray_backend import RayBackend
 
@@ -31,11 +33,15 @@ def ray_backend():
         ray.init(
             address="local",
             num_cpus=2,
+            num_gpus=1 if DEVICE == "gpu" else 0,
             include_dashboard=False,
             log_to_driver=False,
             configure_logging=False,
         )
-    be = RayBackend(num_workers=2)
+    if DEVICE == "gpu":
+        be = RayBackend(num_workers=2, num_gpus_per_worker=0.5, device="gpu")
+    else:
+        be = RayBackend(num_workers=2)
     yield be
     be.shutdown()
     if started:
@@ -46,7 +52,7 @@ def ray_backend():
 def local_backend():
     from spartan.backend.local import LocalBackend
 
-    return LocalBackend(num_workers=3)
+    return LocalBackend(num_workers=3, device=DEVICE)
 
 
 @pytest.fixture(autouse=True)

@@ -24,12 +24,13 @@ class LocalBackend(Master):
 
     name = "local"
 
-    def __init__(self, num_workers: int = 2) -> None:
+    def __init__(self, num_workers: int = 2, device: str = "cpu") -> None:
         super().__init__()
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         self.nworkers = num_workers
-        self.workers = [Worker(i) for i in range(num_workers)]
+        self.device = device
+        self.workers = [Worker(i, device=device) for i in range(num_workers)]
         self.nodes = [w.node for w in self.workers]
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
@@ -62,6 +63,9 @@ class LocalBackend(Master):
 
     def wait(self) -> None:
         """Tasks already ran when submitted (errors were raised there)."""
+
+    def worker_memory(self) -> list[int]:
+        return [w.memory() for w in self.workers]
 
     def _worker_stats(self) -> list[dict[str, Any]]:
         return [w.stats() for w in self.workers]

@@ -43,8 +43,8 @@ LOSS_ERRORS = (
 class RayWorker(Worker):
     """:class:`Worker` as a Ray actor: remote pieces arrive as resolved arguments."""
 
-    def __init__(self, index: int) -> None:
-        super().__init__(index, ray.get_runtime_context().get_node_id())
+    def __init__(self, index: int, device: str = "cpu") -> None:
+        super().__init__(index, ray.get_runtime_context().get_node_id(), device)
 
     def run_task(self, fn: Callable[..., Any], spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
@@ -100,8 +100,10 @@ class RayBackend(Master):
         num_workers: int | None = None,
         num_cpus_per_worker: float = 1,
         num_gpus_per_worker: float = 0,
+        device: str = "cpu",
     ) -> None:
         super().__init__()
+        self.device = device
         if not ray.is_initialized():
             raise RuntimeError("RayBackend needs ray.init() first (spartan.init does it)")
         self.cpus, self.gpus = num_cpus_per_worker, num_gpus_per_worker
@@ -133,7 +135,7 @@ class RayBackend(Master):
                 scheduling_strategy=strategy,
                 max_restarts=0,
             )
-            .remote(index)
+            .remote(index, self.device)
         )
 
     # ---- transport --------------------------------------------------------------------
@@ -268,6 +270,9 @@ class RayBackend(Master):
     # ---- the rest of the API ---------------------------------------------------------------
     def _delete(self, worker: int, keys: list[Key]) -> None:
         self.actors[worker].delete.remote(keys)
+
+    def worker_memory(self) -> list[int]:
+        return self._get([a.memory.remote() for a in self.actors])
 
     def _worker_stats(self) -> list[dict[str, Any]]:
         return self._get([a.stats.remote() for a in self.actors])

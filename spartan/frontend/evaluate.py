@@ -85,7 +85,7 @@ def evaluate(*exprs: Expr) -> None:
     planned_at = time.perf_counter()
     ctx = Lowering(backend, tilings, fused)
     lowered = [n for n in order if n.uid not in fused and not n.is_view]
-    memory.check(lowered, tilings, backend.nworkers)
+    memory.check(lowered, tilings, backend.nworkers, planning.device_free(backend))
     try:
         for node in lowered:
             backend.tag = node.uid

@@ -20,10 +20,13 @@ def available_per_worker(nworkers_here: int) -> int:
     return int(psutil.virtual_memory().available * 0.9) // max(1, nworkers_here)
 
 
-def check(nodes: Sequence[Expr], tilings: dict[int, Tiling], nworkers: int) -> None:
-    """Raise ``MemoryError`` naming the array that does not fit."""
+def check(
+    nodes: Sequence[Expr], tilings: dict[int, Tiling], nworkers: int, device_free: int = 0
+) -> None:
+    """Raise ``MemoryError`` naming the array that does not fit (in ``device_free``
+    bytes per worker for GPU workers, else in host memory)."""
     need = [0] * nworkers
-    limit = available_per_worker(nworkers)
+    limit = device_free or available_per_worker(nworkers)
     for e in nodes:
         t = tilings.get(e.uid)
         if t is None:

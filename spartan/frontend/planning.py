@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from spartan.backend import session
 from spartan.config import config
 from spartan.frontend.expr import Expr
 from spartan.frontend.filter import Filter
@@ -73,8 +74,12 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     """
     program, node_of = to_program(order)
     tilings = local_rules(order, nworkers)
+    budget = config.dup_budget_bytes
+    free = device_free(session.current())
+    if free:  # the budget applies per device: a duplicate must fit each GPU
+        budget = min(budget, free * (nworkers - 1))
     try:
-        plan = optimize(program, nworkers, config.dup_budget_bytes, _history)
+        plan = optimize(program, nworkers, budget, _history)
     except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
         if config.strict_optimizer:
             raise
@@ -92,6 +97,13 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
                 base.data.tiling if base.data is not None else tilings[base.uid]
             )
     return tilings, Planned(plan, node_of)
+
+
+def device_free(backend: object) -> int:
+    """Free memory of the smallest GPU among the workers (0 for CPU workers)."""
+    if getattr(backend, "device", "cpu") != "gpu":
+        return 0
+    return min(backend.worker_memory())
 
 
 def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:
