@@ -106,7 +106,8 @@ def main() -> None:
         t_cp = timed(run_cp, cp_sync, args.repeat)
         rows.append([name, t_sp, t_cp])
         print(f"  {name}: spartan {t_sp:.3f} s, cupy {t_cp:.3f} s", flush=True)
-    del Xc, yc, Ac, Bc
+    work.clear()
+    Xc = yc = Ac = Bc = None  # free GPU memory for the NumPy runs
     cupy.get_default_memory_pool().free_all_blocks()
     if not args.skip_numpy:
         gen = numpy.random.default_rng(0)
