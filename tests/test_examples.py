@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import spartan
 from spartan.backend import session
+from spartan.backend.local import LocalBackend
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -28,6 +29,8 @@ NEEDS_LINALG = {
     "pca": ["eigh"],
     "cholesky": ["cholesky", "solve"],
 }
+#: examples that solve one small system per row (``solve`` of a stack of matrices)
+BATCHED_SOLVE = {"als"}
 APPLICATIONS = [
     "kmeans",
     "logistic_regression",
@@ -59,7 +62,23 @@ def own_backend():
 
 def _missing_linalg(name: str) -> list[str]:
     linalg = importlib.import_module("spartan.linalg")
-    return [f for f in NEEDS_LINALG.get(name, []) if not hasattr(linalg, f)]
+    missing = [f for f in NEEDS_LINALG.get(name, []) if not hasattr(linalg, f)]
+    if name in BATCHED_SOLVE and not missing and not _solves_stacks(linalg):
+        missing.append("solve of stacked matrices")
+    return missing
+
+
+def _solves_stacks(linalg) -> bool:
+    previous = session._current
+    session.use(LocalBackend(1))
+    try:
+        stack = numpy.broadcast_to(numpy.eye(2), (3, 2, 2))
+        linalg.solve(spartan.asarray(stack), spartan.asarray(numpy.ones((3, 2, 1))))
+        return True
+    except numpy.linalg.LinAlgError:
+        return False
+    finally:
+        session.use(previous)
 
 
 @pytest.mark.parametrize("name", APPLICATIONS)
