@@ -17,7 +17,7 @@ import spartan as sp
 from spartan.frontend import linalg
 from spartan.frontend.filter import Filter
 from spartan.frontend.join_update import JoinUpdate
-from spartan.frontend.optimizer import Choice, Program, optimize, plan_for
+from spartan.frontend.optimizer import Choice, Program, UpdateHistory, optimize, plan_for
 from spartan.tiling import Tiling
 
 SHAPE = (12, 10)
@@ -183,6 +183,34 @@ def test_join_update_reads_and_updates(backend, k):
             )
             t.run(sp.Array(expr), pj, to)
     t.check()
+
+
+def _half_rows(extents, xt, y):
+    """Sparse updates: only the first half of the group's rows."""
+    lo, hi = extents[0].box[0]
+    half = (hi - lo) // 2
+    return [((slice(lo, lo + half),), (xt @ y)[:half])]
+
+
+def test_measured_updates_correct_the_next_prediction(backend):
+    """A join_update in a loop: the second plan predicts what the first run measured."""
+    P = backend.nworkers
+    rng = np.random.default_rng(2)
+    tx, ty = Tiling.row(SHAPE, P), Tiling.row((SHAPE[1], 6), P)
+    x = sp.array(rng.random(SHAPE), tiling=tx)
+    y = sp.array(rng.random((SHAPE[1], 6)), tiling=ty)
+    sp.evaluate(x, y)
+    p = Program()
+    px, py = p.source(SHAPE, tiling=tx), p.source((SHAPE[1], 6), tiling=ty)
+    pj = p.join_update([px, py], [0, -1], (SHAPE[0], 6), update_axis=0, site="loop")
+    history = UpdateHistory()
+    for to in tilings((SHAPE[0], 6), P)[1:]:  # outputs the updates must travel to
+        tilings_ = {px: tx, py: ty, pj: to}
+        first = plan_for(p, P, tilings_, history)
+        j = sp.join_update(_half_rows, np.add, [x, y], axes=[0, -1], shape=(SHAPE[0], 6))
+        got = moved(backend, pinned(j, to))
+        first.record_measured(pj, got, history)
+        assert plan_for(p, P, tilings_, history).predicted[pj] == got
 
 
 @pytest.mark.parametrize("impl", ["rows", "inner"])
