@@ -240,6 +240,16 @@ def test_program_rejects_bad_input_like_numpy():
         plan_for(p, P, {})
 
 
+def test_pieces_sets_the_tiles_of_every_candidate():
+    p = Program()
+    x = p.source((64, 48))
+    y = p.map(x, p.transpose(p.source((48, 64))))
+    g = TilingGraph.build(p, 4, pieces=8)
+    assert all(c.tiling.ntiles == 8 for cs in g.choices for c in cs)
+    plan = optimize(p, 4, pieces=8)
+    assert plan.tiling[y].ntiles == 8 and plan.total == brute_force(p, 4, pieces=8).total
+
+
 def test_dot_choice_names_its_algorithm():
     p = Program()
     x, y = p.source((64, 32)), p.source((32, 16))
