@@ -1,0 +1,153 @@
+"""A k-cut tiling plan of a graph: per-tensor tilings, communication and a breakdown.
+
+A plan is a list of one-cut tilings of the graph, first cut first (it goes over the
+slowest links). Cut ``j`` tiles the *tile graph* left by cuts ``0..j-1`` (each tensor
+halved along its earlier splits) and is paid by ``2**j`` device groups, so the bytes
+moved per iteration are ``sum_j 2**j * delta_j`` (SoyBean Theorem 1).
+
+>>> from spartan.dnn.zoo import mlp
+>>> g = mlp(400, [300] * 4, activation=None, bias=False, loss=False)
+>>> data = {t: REP if g.tensors[t].kind.value == "param" else 0 for t in g.tensors}
+>>> evaluate(g, [data], unit="elements").total
+540000.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from spartan.dnn.graph import Graph
+from spartan.dnn.hardware import Accelerator, op_time
+from spartan.dnn.tiling.forms import REP, Form, Shapes, graph_shapes, matrix_name, tiling_name
+from spartan.dnn.tiling.onecut import build_problem
+
+
+def halve(shapes: Shapes, tiling: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+    """Tile shapes after one cut: each split tensor halves along its split axis."""
+    out = {}
+    for t, s in shapes.items():
+        a = tiling.get(t, REP)
+        out[t] = s if a == REP else tuple(n // 2 if i == a else n for i, n in enumerate(s))
+    return out
+
+
+@dataclass
+class Plan:
+    """Tilings per cut, each cut's cost ``deltas`` and each op's cost and form per cut."""
+
+    graph: Graph
+    cuts: list[dict[str, int]]
+    deltas: list[float]
+    op_costs: list[dict[str, float]]
+    forms: list[dict[str, Form]]
+    unit: str = "bytes"
+    name: str = "plan"
+    exact: bool = True
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def devices(self) -> int:
+        return 2 ** len(self.cuts)
+
+    @property
+    def total(self) -> float:
+        """Communication per iteration over all devices (Theorem 1)."""
+        return sum(2**j * d for j, d in enumerate(self.deltas))
+
+    def tiling(self, tensor: str) -> str:
+        """The tensor's cut sequence, e.g. ``"R r C"`` for a matrix or ``"P0 P0 r"``."""
+        name = matrix_name if self.graph.tensors[tensor].ndim == 2 else tiling_name
+        return " ".join(name(c[tensor]) for c in self.cuts) or "-"
+
+    def pieces(self, tensor: str) -> tuple[tuple[int, ...], int]:
+        """Flattened tiling (Theorem 2): pieces per axis and number of replicas."""
+        nd = self.graph.tensors[tensor].ndim
+        pieces, replicas = [1] * nd, 1
+        for c in self.cuts:
+            a = c[tensor]
+            if a == REP:
+                replicas *= 2
+            else:
+                pieces[a] *= 2
+        return tuple(pieces), replicas
+
+    def breakdown(self) -> dict[str, float]:
+        """Communication per op summed over cuts (each cut weighted by its groups)."""
+        out: dict[str, float] = {}
+        for j, costs in enumerate(self.op_costs):
+            for op, c in costs.items():
+                out[op] = out.get(op, 0.0) + 2**j * c
+        return out
+
+    def shapes(self, cut: int) -> dict[str, tuple[int, ...]]:
+        """Tile shapes seen by cut ``cut`` (0 = the full graph)."""
+        s = graph_shapes(self.graph)
+        for c in self.cuts[:cut]:
+            s = halve(s, c)
+        return s
+
+    def step_time(self, accel: Accelerator, link_bw: float | Sequence[float] | None = None) -> dict:
+        """Estimated seconds per training step on ``devices`` copies of ``accel``.
+
+        Compute is the roofline time of the whole graph split evenly (aligned forms do no
+        redundant work); communication of cut ``j`` moves ``2**j * delta_j`` bytes spread
+        over all devices, each sending at ``link_bw[j]`` (default ``accel.link_bw``); no
+        overlap of the two is assumed.
+        """
+        if self.unit != "bytes":
+            raise ValueError("step_time needs a plan costed in bytes")
+        bws = [link_bw] * len(self.cuts) if not isinstance(link_bw, Sequence) else list(link_bw)
+        bws = [accel.link_bw if b is None else b for b in bws]
+        compute = sum(op_time(op, self.graph, accel) for op in self.graph.ops) / self.devices
+        comm = sum(
+            2**j * d / (self.devices * bw) for j, (d, bw) in enumerate(zip(self.deltas, bws))
+        )
+        return {"compute_s": compute, "comm_s": comm, "step_s": compute + comm}
+
+    def summary(self, top: int = 8) -> str:
+        """A readable report: totals, per-cut costs, largest tensors' tilings, top ops."""
+        unit = "B" if self.unit == "bytes" else "elem"
+        lines = [
+            f"{self.name}: {self.graph.name} on {self.devices} devices, "
+            f"{self.total:,.0f} {unit}/iteration{'' if self.exact else ' (inexact)'}",
+            "  per cut: " + ", ".join(f"δ{j + 1}={d:,.0f}" for j, d in enumerate(self.deltas)),
+        ]
+        big = sorted(self.graph.tensors.values(), key=lambda t: -t.nbytes)[:top]
+        lines.append("  largest tensors:")
+        lines += [f"    {t.name:<28} {str(t.shape):<22} {self.tiling(t.name)}" for t in big]
+        costs = sorted(self.breakdown().items(), key=lambda kv: -kv[1])[:top]
+        lines.append("  costliest ops:")
+        lines += [f"    {op:<28} {c:>16,.0f} {unit}" for op, c in costs if c > 0]
+        return "\n".join(lines)
+
+
+def evaluate(
+    graph: Graph,
+    cuts: Sequence[Mapping[str, int]],
+    unit: str = "bytes",
+    name: str = "plan",
+    exact: bool = True,
+) -> Plan:
+    """Cost a given sequence of one-cut tilings (a baseline, or a planner's result).
+
+    Each op takes its cheapest aligned form for the given tilings; a tensor missing from
+    a cut is replicated in it.
+    """
+    shapes = graph_shapes(graph)
+    full_cuts, deltas, op_costs, forms = [], [], [], []
+    for cut in cuts:
+        tiling = {t: cut.get(t, REP) for t in graph.tensors}
+        for t, a in tiling.items():
+            if a != REP and not (0 <= a < len(shapes[t]) and shapes[t][a] % 2 == 0):
+                raise ValueError(f"{name}: {t!r} of tile shape {shapes[t]} cannot split axis {a}")
+        prob = build_problem(graph, shapes, unit=unit)
+        costs, chosen = {}, {}
+        for op in graph.ops:
+            costs[op.name], chosen[op.name] = prob.op_cost(op, tiling)
+        full_cuts.append(tiling)
+        deltas.append(sum(costs.values()))
+        op_costs.append(costs)
+        forms.append(chosen)
+        shapes = halve(shapes, tiling)
+    return Plan(graph, full_cuts, deltas, op_costs, forms, unit, name, exact)
