@@ -19,7 +19,9 @@ import numpy as np
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.decompositions import dense, tsqr
+from spartan.frontend.linalg import cross as _cross
 from spartan.frontend.linalg import diagonal, dot, matmul, outer, tensordot, trace, vdot
+from spartan.frontend.linalg import vecdot as _vecdot
 from spartan.frontend.manipulation import matrix_transpose
 
 __all__ = [
@@ -492,22 +494,9 @@ def cond(x: Any, p: Any = None) -> Any:
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
     """Dot product of vectors along ``axis`` (conjugating the first argument)."""
-    import spartan
-
-    a, b = spartan.asarray(x1), spartan.asarray(x2)
-    return spartan.sum(np.conj(a) * b if a.dtype.kind == "c" else a * b, axis=axis)
+    return _vecdot(x1, x2, axis=axis)
 
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
-    """Cross product of 3-vectors along ``axis``: products of component views, stacked."""
-    import spartan
-
-    a, b = spartan.asarray(x1), spartan.asarray(x2)
-    if a.ndim == 0 or b.ndim == 0 or a.shape[axis] != 3 or b.shape[axis] != 3:
-        raise ValueError("both input arrays must be (arrays of) 3-dimensional vectors")
-    ca = spartan.unstack(a, axis=axis)
-    cb = spartan.unstack(b, axis=axis)
-    comps = [
-        ca[(i + 1) % 3] * cb[(i + 2) % 3] - ca[(i + 2) % 3] * cb[(i + 1) % 3] for i in range(3)
-    ]
-    return spartan.stack(comps, axis=axis if axis < 0 else axis)
+    """Cross product of 3-vectors along ``axis``."""
+    return _cross(x1, x2, axis=axis)

@@ -10,10 +10,17 @@ import numpy as _np
 
 from spartan import linalg
 from spartan.frontend import random
+from spartan.frontend.alongaxis import apply_along_axis, apply_over_axes
+from spartan.frontend.calculus import gradient, trapezoid
 from spartan.frontend.creation import (
     arange,
     array,
+    asanyarray,
     asarray,
+    ascontiguousarray,
+    asfortranarray,
+    bartlett,
+    blackman,
     diag,
     diagflat,
     empty,
@@ -23,13 +30,17 @@ from spartan.frontend.creation import (
     full,
     full_like,
     geomspace,
+    hamming,
+    hanning,
     identity,
     indices,
+    kaiser,
     linspace,
     logspace,
     meshgrid,
     ones,
     ones_like,
+    require,
     tri,
     tril,
     triu,
@@ -44,6 +55,7 @@ from spartan.frontend.elementwise import (
     array_equiv,
     clip,
     fix,
+    i0,
     imag,
     isclose,
     iscomplex,
@@ -53,10 +65,12 @@ from spartan.frontend.elementwise import (
     isreal,
     isrealobj,
     nan_to_num,
+    piecewise,
     real,
     real_if_close,
     round,
     sinc,
+    unwrap,
 )
 from spartan.frontend.fancy import (
     argwhere,
@@ -69,36 +83,89 @@ from spartan.frontend.fancy import (
     take,
     take_along_axis,
 )
+from spartan.frontend.index_tricks import (
+    copyto,
+    diag_indices,
+    diag_indices_from,
+    fill_diagonal,
+    ix_,
+    place,
+    put_along_axis,
+    putmask,
+    ravel_multi_index,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+    unravel_index,
+)
 from spartan.frontend.indexing import nonzero
+from spartan.frontend.interpolation import digitize, interp, polyfit, polyval, vander
 from spartan.frontend.linalg import (
+    cross,
     diagonal,
     dot,
     einsum,
     inner,
+    kron,
     matmul,
+    matvec,
     outer,
     tensordot,
     trace,
     vdot,
+    vecdot,
+    vecmat,
 )
 from spartan.frontend.manipulation import (
+    append,
+    array_split,
     astype,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block,
     broadcast_arrays,
     broadcast_to,
+    column_stack,
+    concat,
     concatenate,
     copy,
+    delete,
+    dsplit,
+    dstack,
     expand_dims,
     flatten,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
     hstack,
+    insert,
     matrix_transpose,
     moveaxis,
+    ndim,
+    pad,
+    permute_dims,
     ravel,
+    repeat,
     reshape,
+    resize,
     retile,
+    roll,
+    rollaxis,
+    rot90,
+    shape,
+    size,
+    split,
     squeeze,
     stack,
     swapaxes,
+    tile,
     transpose,
+    trim_zeros,
+    unstack,
+    vsplit,
     vstack,
     where,
 )
@@ -133,7 +200,7 @@ from spartan.frontend.reductions import (
     sum,
     var,
 )
-from spartan.frontend.scan import cumprod, cumsum
+from spartan.frontend.scan import cumprod, cumsum, cumulative_prod, cumulative_sum, diff, ediff1d
 from spartan.frontend.sets import (
     intersect1d,
     isin,
@@ -149,41 +216,14 @@ from spartan.frontend.sets import (
 from spartan.frontend.sorting import (
     argpartition,
     argsort,
+    lexsort,
     partition,
     searchsorted,
     sort,
+    sort_complex,
 )
+from spartan.frontend.statistics import histogram_bin_edges
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
-
-from spartan.frontend.manipulation import (
-    append,
-    array_split,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    block,
-    column_stack,
-    concat,
-    delete,
-    dsplit,
-    dstack,
-    flip,
-    fliplr,
-    flipud,
-    hsplit,
-    insert,
-    pad,
-    permute_dims,
-    repeat,
-    resize,
-    roll,
-    rot90,
-    split,
-    tile,
-    unstack,
-    vsplit,
-)
-from spartan.frontend.scan import cumulative_prod, cumulative_sum, diff, ediff1d
 
 globals().update(_all_ufuncs())
 
@@ -192,7 +232,7 @@ for _name in (
     "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
     "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
     "result_type can_cast promote_types issubdtype integer floating number generic "
-    "complexfloating signedinteger unsignedinteger errstate isdtype"
+    "complexfloating signedinteger unsignedinteger errstate isdtype broadcast_shapes"
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001

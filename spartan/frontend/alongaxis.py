@@ -63,3 +63,58 @@ def along_axes(
     )
     out = Array(expr)
     return out.reshape(tail) if not kept else out
+
+
+class _ApplyLanes:
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def __call__(self, m: np.ndarray) -> np.ndarray:
+        return np.stack([np.asarray(self.fn(row, *self.args, **self.kwargs)) for row in m])
+
+
+def apply_along_axis(
+    func1d: Callable[..., Any], axis: int, arr: Any, *args: Any, **kwargs: Any
+) -> Array:
+    """``func1d`` on every 1-d lane along ``axis`` (see :func:`numpy.apply_along_axis`);
+    the output shape comes from one call on the first lane's stand-in of zeros."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.reductions import normalize_axes
+
+    x = asarray(arr)
+    (ax,) = normalize_axes(axis, x.ndim)
+    probe = np.asarray(func1d(np.zeros(x.shape[ax], x.dtype), *args, **kwargs))
+    out = along_axes(
+        _ApplyLanes(func1d, args, kwargs),
+        x,
+        (ax,),
+        probe.shape,
+        probe.dtype,
+        name="apply_along_axis",
+    )
+    # NumPy puts the function's output axes where ``axis`` was
+    k = probe.ndim
+    return (
+        moveaxis(out, tuple(range(x.ndim - 1, x.ndim - 1 + k)), tuple(range(ax, ax + k)))
+        if k
+        else out
+    )
+
+
+def apply_over_axes(func: Callable[..., Any], a: Any, axes: Any) -> Array:
+    """``func(a, axis)`` applied for each axis in turn, keeping dimensions."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import expand_dims
+
+    val = asarray(a)
+    for ax in np.atleast_1d(axes):
+        ax = int(ax) % val.ndim
+        res = asarray(func(val, ax))
+        if res.ndim == val.ndim:
+            val = res
+        elif res.ndim == val.ndim - 1:
+            val = expand_dims(res, ax)
+        else:
+            raise ValueError("function is not returning an array of the correct shape")
+    return val

@@ -370,3 +370,67 @@ def fromfunction(
     return newarray(
         shape, _FromFunction(function, kwargs, np.dtype(dtype)), probe.dtype, tiling, "fromfunction"
     )
+
+
+def asanyarray(a: Any, dtype: Any = None) -> Array:
+    return asarray(a, dtype=dtype)
+
+
+def ascontiguousarray(a: Any, dtype: Any = None) -> Array:
+    """Tiles are always C-contiguous blocks: this is :func:`asarray`."""
+    return asarray(a, dtype=dtype)
+
+
+asfortranarray = ascontiguousarray
+
+
+def require(a: Any, dtype: Any = None, requirements: Any = None) -> Array:
+    """``a`` as a spartan array of ``dtype`` (memory-layout flags do not apply to tiles)."""
+    return asarray(a, dtype=dtype)
+
+
+def _window(kind: str, m: int, beta: float, box: Box, dtype: np.dtype) -> np.ndarray:
+    lo, hi = box[0]
+    n = np.arange(lo, hi, dtype=np.float64)
+    if m == 1:
+        return np.ones(hi - lo, dtype)
+    if kind == "kaiser":
+        alpha = (m - 1) / 2.0
+        return (np.i0(beta * np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / np.i0(beta)).astype(dtype)
+    if kind == "bartlett":
+        return np.where(n <= (m - 1) / 2.0, 2.0 * n / (m - 1), 2.0 - 2.0 * n / (m - 1)).astype(
+            dtype
+        )
+    c = 2.0 * np.pi * n / (m - 1)
+    if kind == "blackman":
+        return (0.42 - 0.5 * np.cos(c) + 0.08 * np.cos(2 * c)).astype(dtype)
+    a = 0.54 if kind == "hamming" else 0.5
+    return (a - (1 - a) * np.cos(c)).astype(dtype)
+
+
+def _window_fn(kind: str, M: int, beta: float = 0.0) -> Array:
+    m = int(M)
+    if m < 1:
+        return zeros((0,))
+    return newarray((m,), functools.partial(_window, kind, m, float(beta)), np.float64, name=kind)
+
+
+def bartlett(M: int) -> Array:
+    """The Bartlett (triangular) window."""
+    return _window_fn("bartlett", M)
+
+
+def blackman(M: int) -> Array:
+    return _window_fn("blackman", M)
+
+
+def hamming(M: int) -> Array:
+    return _window_fn("hamming", M)
+
+
+def hanning(M: int) -> Array:
+    return _window_fn("hanning", M)
+
+
+def kaiser(M: int, beta: float) -> Array:
+    return _window_fn("kaiser", M, beta)

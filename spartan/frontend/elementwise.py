@@ -148,3 +148,57 @@ def array_equiv(a1: Any, a2: Any) -> bool:
     except ValueError:
         return False
     return bool(_all(x == y))
+
+
+def i0(x: Any) -> Array:
+    """Modified Bessel function of the first kind, order 0."""
+    return elementwise(np.i0, asarray(x), name="i0")
+
+
+class _Piecewise:
+    def __init__(self, funclist: list, ncond: int, args: tuple, kw: dict):
+        self.funclist, self.ncond, self.args, self.kw = funclist, ncond, args, kw
+
+    def __call__(self, x: np.ndarray, *conds: np.ndarray) -> np.ndarray:
+        return np.piecewise(x, list(conds), self.funclist, *self.args, **self.kw)
+
+
+def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Array:
+    """Evaluate ``funclist[i]`` where ``condlist[i]`` holds (one map over the tiles)."""
+    xx = asarray(x)
+    conds = [asarray(c) for c in (condlist if isinstance(condlist, (list, tuple)) else [condlist])]
+    n = len(conds)
+    if len(funclist) not in (n, n + 1):
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    fn = _Piecewise(list(funclist), n, args, kw)
+    return elementwise(fn, xx, *conds, name="piecewise", dtype=xx.dtype)
+
+
+def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * np.pi) -> Array:
+    """Unwrap phase jumps larger than ``discont`` along ``axis`` (a diff, a fused
+    correction map and a cumulative sum)."""
+    from spartan.frontend.manipulation import concatenate
+    from spartan.frontend.reductions import normalize_axes
+    from spartan.frontend.scan import cumsum, diff
+
+    x = asarray(p)
+    if x.dtype.kind in "biu":
+        x = x.astype(np.float64)
+    (ax,) = normalize_axes(axis, x.ndim)
+    dd = diff(x, axis=ax)
+    fn = functools.partial(_unwrap_correction, discont, period)
+    corr = elementwise(fn, dd, name="unwrap")
+    first = x[tuple(slice(0, 1) if d == ax else slice(None) for d in range(x.ndim))]
+    rest = x[tuple(slice(1, None) if d == ax else slice(None) for d in range(x.ndim))]
+    return concatenate([first, rest + cumsum(corr, axis=ax)], axis=ax)
+
+
+def _unwrap_correction(discont: Any, period: float, dd: np.ndarray) -> np.ndarray:
+    if discont is None:
+        discont = period / 2
+    high = period / 2
+    low = -high
+    ddmod = np.mod(dd - low, period) + low
+    ddmod = np.where((ddmod == low) & (dd > 0), high, ddmod)
+    corr = ddmod - dd
+    return np.where(np.abs(dd) < discont, 0, corr)

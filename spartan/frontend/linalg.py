@@ -288,3 +288,65 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
 
         return broadcast_to(prod, tuple(sizes[c] for c in rhs))
     return _sum(prod, axis=summed)
+
+
+def kron(a: Any, b: Any) -> Array:
+    """Kronecker product: a broadcast product of the two arrays, reshaped."""
+    from spartan.frontend.creation import asarray
+
+    x, y = asarray(a), asarray(b)
+    nd = max(x.ndim, y.ndim)
+    x = x.reshape((1,) * (nd - x.ndim) + x.shape)
+    y = y.reshape((1,) * (nd - y.ndim) + y.shape)
+    xe = x[tuple(s for _ in range(nd) for s in (slice(None), None))]
+    ye = y[tuple(s for _ in range(nd) for s in (None, slice(None)))]
+    prod = xe * ye
+    return prod.reshape(tuple(m * n for m, n in zip(x.shape, y.shape)))
+
+
+def cross(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+) -> Array:
+    """Cross product of 3-vectors (see :func:`numpy.cross`), from component views."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import moveaxis, stack
+
+    x, y = asarray(a), asarray(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    x, y = moveaxis(x, axisa, -1), moveaxis(y, axisb, -1)
+    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if x.shape[-1] != 3 or y.shape[-1] != 3:
+        raise ValueError("spartan.cross takes 3-vectors")
+    xs = [x[..., i] for i in range(3)]
+    ys = [y[..., i] for i in range(3)]
+    comps = [
+        xs[(i + 1) % 3] * ys[(i + 2) % 3] - xs[(i + 2) % 3] * ys[(i + 1) % 3] for i in range(3)
+    ]
+    return moveaxis(stack(comps, axis=-1), -1, axisc)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
+    """Vector dot product along ``axis`` (the first argument conjugated)."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.reductions import sum as _sum
+
+    a, b = asarray(x1), asarray(x2)
+    return _sum((np.conj(a) if a.dtype.kind == "c" else a) * b, axis=axis)
+
+
+def matvec(x1: Any, x2: Any, /) -> Array:
+    """Matrix-vector product over the last axes: ``x1 @ x2[..., None]``."""
+    from spartan.frontend.creation import asarray
+
+    m, v = asarray(x1), asarray(x2)
+    return vecdot(np.conj(m) if m.dtype.kind == "c" else m, v[..., None, :])
+
+
+def vecmat(x1: Any, x2: Any, /) -> Array:
+    """Vector-matrix product over the last axes (the vector conjugated)."""
+    from spartan.frontend.creation import asarray
+
+    v, m = asarray(x1), asarray(x2)
+    return vecdot(v[..., :, None], m, axis=-2)

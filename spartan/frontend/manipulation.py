@@ -642,3 +642,50 @@ def block(arrays: Any) -> Array:
         return concatenate(parts, axis=-(d - level))
 
     return rec(arrays, 0)
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    return asarray(a).shape
+
+
+def ndim(a: Any) -> int:
+    return asarray(a).ndim
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    x = asarray(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Array:
+    """Roll ``axis`` backwards until it lies before ``start`` (a view)."""
+    x = asarray(a)
+    n = x.ndim
+    (ax,) = normalize_axes(axis, n)
+    if not -n <= start <= n:
+        raise np.exceptions.AxisError(
+            f"start arg requires {-n} <= start < {n + 1} but {start} was passed in"
+        )
+    start = start % (n + 1) if start < 0 else start
+    if ax < start:
+        start -= 1
+    if ax == start:
+        return x
+    order = [i for i in range(n) if i != ax]
+    order.insert(start, ax)
+    return transpose(x, order)
+
+
+def trim_zeros(filt: Any, trim: str = "fb") -> Array:
+    """``filt`` without leading/trailing zeros (the two ends are forced scalars)."""
+    from spartan.frontend.fancy import flatnonzero
+
+    x = asarray(filt)
+    if x.ndim != 1:
+        raise ValueError("spartan.trim_zeros takes 1-d arrays")
+    nz = flatnonzero(x)
+    if nz.shape[0] == 0:
+        return x[:0]
+    lo = int(nz[0]) if "f" in trim.lower() else 0
+    hi = int(nz[nz.shape[0] - 1]) + 1 if "b" in trim.lower() else x.shape[0]
+    return x[lo:hi]

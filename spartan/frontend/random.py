@@ -74,6 +74,37 @@ def _exponential(key: int, shape, scale: float, box: Box, dtype) -> np.ndarray:
     return (-scale * np.log(u)).astype(dtype)
 
 
+def _inverse_cdf(key: int, shape, name: str, params: tuple, box: Box, dtype) -> np.ndarray:
+    """A distribution by inverting its CDF at a uniform in (0, 1)."""
+    u = (_to_unit(_uniform_bits(key, shape, box)) + 0.5 / (1 << 53)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        out = _QUANTILES[name](u, *params)
+    return np.asarray(out).astype(dtype)
+
+
+def _triangular(u, left, mode, right):
+    c = (mode - left) / (right - left) if right > left else 0.5
+    return np.where(
+        u < c,
+        left + np.sqrt(u * (right - left) * (mode - left)),
+        right - np.sqrt((1 - u) * (right - left) * (right - mode)),
+    )
+
+
+_QUANTILES = {
+    "laplace": lambda u, loc, s: loc - s * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5)),
+    "logistic": lambda u, loc, s: loc + s * np.log(u / (1 - u)),
+    "gumbel": lambda u, loc, s: loc - s * np.log(-np.log(u)),
+    "rayleigh": lambda u, s: s * np.sqrt(-2 * np.log(u)),
+    "weibull": lambda u, a: (-np.log(u)) ** (1.0 / a),
+    "pareto": lambda u, a: u ** (-1.0 / a) - 1,
+    "power": lambda u, a: u ** (1.0 / a),
+    "standard_cauchy": lambda u: np.tan(np.pi * (u - 0.5)),
+    "triangular": _triangular,
+    "geometric": lambda u, p: np.maximum(1, np.ceil(np.log(u) / np.log1p(-p))),
+}
+
+
 def _size(size: Any) -> tuple[int, ...]:
     return () if size is None else normalize_shape(size)
 
@@ -139,6 +170,52 @@ class Generator:
 
     def standard_exponential(self, size: Any = None, tiling: Any = None) -> Array:
         return self.exponential(1.0, size, tiling)
+
+    def _quantile(self, name: str, params: tuple, size: Any, dtype: Any = np.float64) -> Array:
+        shape = _size(size)
+        init = functools.partial(_inverse_cdf, self._stream(), shape, name, params)
+        return newarray(shape, init, dtype, None, name)
+
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+        return self._quantile("laplace", (loc, _nonneg(scale, "scale")), size)
+
+    def logistic(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+        return self._quantile("logistic", (loc, _nonneg(scale, "scale")), size)
+
+    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+        return self._quantile("gumbel", (loc, _nonneg(scale, "scale")), size)
+
+    def lognormal(self, mean: float = 0.0, sigma: float = 1.0, size: Any = None) -> Array:
+        import spartan
+
+        return spartan.exp(self.normal(mean, _nonneg(sigma, "sigma"), size))
+
+    def rayleigh(self, scale: float = 1.0, size: Any = None) -> Array:
+        return self._quantile("rayleigh", (_nonneg(scale, "scale"),), size)
+
+    def weibull(self, a: float, size: Any = None) -> Array:
+        return self._quantile("weibull", (_nonneg(a, "a"),), size)
+
+    def pareto(self, a: float, size: Any = None) -> Array:
+        return self._quantile("pareto", (_positive(a, "a"),), size)
+
+    def power(self, a: float, size: Any = None) -> Array:
+        return self._quantile("power", (_positive(a, "a"),), size)
+
+    def standard_cauchy(self, size: Any = None) -> Array:
+        return self._quantile("standard_cauchy", (), size)
+
+    def triangular(self, left: float, mode: float, right: float, size: Any = None) -> Array:
+        if not left <= mode <= right:
+            raise ValueError("left > mode" if left > mode else "mode > right")
+        if left == right:
+            raise ValueError("left == right")
+        return self._quantile("triangular", (left, mode, right), size)
+
+    def geometric(self, p: float, size: Any = None) -> Array:
+        if not 0 < p <= 1:
+            raise ValueError("p <= 0, p > 1 or p contains NaNs")
+        return self._quantile("geometric", (p,), size, np.int64)
 
     def integers(
         self,
@@ -236,6 +313,18 @@ class Generator:
         return out.reshape(pop.shape[:axis] + shape + pop.shape[axis + 1 :])
 
 
+def _nonneg(v: float, name: str) -> float:
+    if v < 0:
+        raise ValueError(f"{name} < 0")
+    return v
+
+
+def _positive(v: float, name: str) -> float:
+    if v <= 0:
+        raise ValueError(f"{name} <= 0")
+    return v
+
+
 _global = Generator(0)
 
 
@@ -321,3 +410,25 @@ def shuffle(x: Array) -> None:
 
 def choice(a: Any, size: Any = None, replace: bool = True, p: Any = None) -> Any:
     return _global.choice(a, size, replace, p)
+
+
+def _module_function(name: str):
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return getattr(_global, name)(*args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}`` from the global generator (see :meth:`Generator.{name}`)."
+    return fn
+
+
+laplace = _module_function("laplace")
+logistic = _module_function("logistic")
+gumbel = _module_function("gumbel")
+lognormal = _module_function("lognormal")
+rayleigh = _module_function("rayleigh")
+weibull = _module_function("weibull")
+pareto = _module_function("pareto")
+power = _module_function("power")
+standard_cauchy = _module_function("standard_cauchy")
+triangular = _module_function("triangular")
+geometric = _module_function("geometric")

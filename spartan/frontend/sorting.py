@@ -316,3 +316,30 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
         name="searchsorted",
     )
     return Array(expr).reshape(()) if vals.ndim == 0 else Array(expr)
+
+
+def lexsort(keys: Any, axis: int = -1) -> Array:
+    """Indices sorting by several 1-d keys, the last one primary: stable sample-sort
+    passes from the least significant key up (a least-significant-digit sort)."""
+    from spartan.frontend.fancy import take
+
+    ks = [asarray(k) for k in (keys if isinstance(keys, (list, tuple)) else list(asarray(keys)))]
+    if not ks:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if any(k.shape != ks[0].shape for k in ks):
+        raise ValueError("all keys need to be the same shape")
+    if ks[0].ndim != 1:
+        raise ValueError("spartan.lexsort takes 1-d keys")
+    idx = argsort(ks[0])
+    for k in ks[1:]:
+        idx = take(idx, argsort(take(k, idx)))
+    return idx
+
+
+def sort_complex(a: Any) -> Array:
+    """Sorted as complex numbers (real part first, then imaginary)."""
+    x = asarray(a)
+    target = np.result_type(x.dtype, np.complex64)
+    if x.dtype.kind in "biu" and x.dtype.itemsize > 2:
+        target = np.complex128
+    return sort(x.astype(target))

@@ -380,3 +380,22 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -
     d = np.sqrt(diagonal(c))
     out = c / d[:, None] / d[None, :]
     return np.clip(out, -1, 1) if out.dtype.kind != "c" else out
+
+
+def histogram_bin_edges(
+    a: Any, bins: Any = 10, range: Any = None, weights: Any = None
+) -> np.ndarray:
+    """The bin edges :func:`histogram` uses (from two forced scalars without ``range``)."""
+    from spartan.frontend.reductions import max as _max
+    from spartan.frontend.reductions import min as _min
+
+    if np.ndim(bins) == 1:
+        return np.asarray(bins)
+    if isinstance(bins, str):
+        raise TypeError("spartan.histogram_bin_edges takes a bin count or explicit edges")
+    x = asarray(a)
+    if range is None:
+        lo, hi = (float(_min(x)), float(_max(x))) if x.size else (0.0, 1.0)
+    else:
+        lo, hi = range
+    return np.histogram_bin_edges(np.array([lo, hi]), int(bins), range=(lo, hi))

@@ -55,9 +55,15 @@ class UFunc:
 
 
 def all_ufuncs() -> dict[str, UFunc]:
-    """Every ufunc in NumPy's namespace (aliases included), wrapped."""
+    """Every element-wise ufunc in NumPy's namespace (aliases included), wrapped.
+
+    Generalized ufuncs (``vecdot``, ``matvec``...) are not element-wise: they have
+    their own implementations (``matmul`` dispatches to :func:`~spartan.frontend.linalg.matmul`).
+    """
     return {
         name: UFunc(obj)
         for name in dir(np)
-        if not name.startswith("_") and isinstance(obj := getattr(np, name), np.ufunc)
+        if not name.startswith("_")
+        and isinstance(obj := getattr(np, name), np.ufunc)
+        and (obj.signature is None or obj is np.matmul)
     }

@@ -1,0 +1,114 @@
+"""Lookups against small sorted tables: ``interp``, ``digitize`` and ``polyval``.
+
+The table (``xp``/``fp``, ``bins``, coefficients) is a constant sent with the task;
+``x`` stays where it is and is mapped tile by tile.
+
+>>> sp.interp(x, [0, 1, 2], [0, 10, 5]); sp.digitize(x, bins)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.creation import asarray
+from spartan.frontend.ufuncs import elementwise
+
+
+def _small(a: Any, name: str) -> np.ndarray:
+    """A lookup table: a NumPy array (a spartan table is gathered, as it is small)."""
+    if isinstance(a, Array):
+        if a.size > 1 << 20:
+            raise ValueError(f"{name} tables larger than 2**20 entries are not supported")
+        return a.to_numpy()
+    return np.asarray(a)
+
+
+def _interp(
+    xp: np.ndarray, fp: np.ndarray, left: Any, right: Any, period: Any, x: np.ndarray
+) -> np.ndarray:
+    return np.interp(x, xp, fp, left=left, right=right, period=period)
+
+
+def interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Array:
+    """One-dimensional piecewise linear interpolation (see :func:`numpy.interp`)."""
+    xp_, fp_ = _small(xp, "interp"), _small(fp, "interp")
+    if xp_.ndim != 1 or fp_.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if xp_.shape != fp_.shape:
+        raise ValueError("fp and xp are not of the same length.")
+    if xp_.size == 0:
+        raise ValueError("array of sample points is empty")
+    fn = functools.partial(_interp, xp_, fp_, left, right, period)
+    return elementwise(fn, asarray(x), name="interp")
+
+
+def _digitize(bins: np.ndarray, right: bool, x: np.ndarray) -> np.ndarray:
+    return np.digitize(x, bins, right=right)
+
+
+def digitize(x: Any, bins: Any, right: bool = False) -> Array:
+    """Indices of the bins each value falls in."""
+    b = _small(bins, "digitize")
+    if b.ndim != 1:
+        raise ValueError("bins must be one-dimensional")
+    d = np.diff(b)
+    if b.size > 1 and not (np.all(d >= 0) or np.all(d <= 0)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    return elementwise(
+        functools.partial(_digitize, b, right), asarray(x), name="digitize", dtype=np.intp
+    )
+
+
+def polyval(p: Any, x: Any) -> Array:
+    """The polynomial with coefficients ``p`` (highest first) at ``x`` (Horner's rule
+    as one fused map)."""
+    coeffs = _small(p, "polyval")
+    xx = asarray(x)
+    result = elementwise(np.multiply, xx, 0) + coeffs[0] if coeffs.size else xx * 0
+    for c in coeffs[1:]:
+        result = result * xx + c
+    return result
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Array:
+    """Vandermonde matrix: columns are powers of ``x`` (one map over a broadcast)."""
+    xx = asarray(x)
+    if xx.ndim != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = xx.shape[0] if N is None else int(N)
+    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
+    return elementwise(np.power, xx[:, None], powers[None, :], name="vander")
+
+
+def polyfit(
+    x: Any,
+    y: Any,
+    deg: int,
+    rcond: Any = None,
+    full: bool = False,
+    w: Any = None,
+    cov: bool = False,
+) -> Array:
+    """Least-squares polynomial fit (TSQR ``lstsq`` on the Vandermonde matrix)."""
+    from spartan import linalg
+
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if full or cov or w is not None:
+        raise TypeError("spartan.polyfit returns the coefficients only (no full/cov/w)")
+    xx = asarray(x).astype(np.float64)
+    yy = asarray(y).astype(np.float64)
+    if xx.ndim != 1 or xx.shape[0] != yy.shape[0]:
+        raise (
+            TypeError("expected 1D vector for x")
+            if xx.ndim != 1
+            else TypeError("expected x and y to have same length")
+        )
+    coeffs, _, _, _ = linalg.lstsq(vander(xx, deg + 1), yy, rcond)
+    return coeffs
