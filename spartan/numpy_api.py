@@ -222,7 +222,20 @@ from spartan.frontend.sorting import (
     sort,
     sort_complex,
 )
-from spartan.frontend.statistics import histogram_bin_edges
+from spartan.frontend.statistics import (
+    average,
+    bincount,
+    corrcoef,
+    cov,
+    histogram,
+    histogram_bin_edges,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
+)
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 
 globals().update(_all_ufuncs())
@@ -236,16 +249,3 @@ for _name in (
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001
-from spartan.frontend.statistics import (
-    average,
-    bincount,
-    corrcoef,
-    cov,
-    histogram,
-    median,
-    nanmedian,
-    nanpercentile,
-    nanquantile,
-    percentile,
-    quantile,
-)
