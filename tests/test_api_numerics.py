@@ -1,0 +1,179 @@
+"""Index tricks, in-place style updates, calculus, lookups, windows, functional helpers,
+products and random distributions against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spartan as sp
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((5, 6))
+
+
+def close(got, expected):
+    g = got.to_numpy() if isinstance(got, sp.Array) else np.asarray(got)
+    assert g.shape == np.shape(expected), (g.shape, np.shape(expected))
+    np.testing.assert_allclose(g, expected, rtol=1e-9, atol=1e-12)
+
+
+def close_all(got, expected):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        close(g, e)
+
+
+def test_index_arithmetic(local, tiling):
+    close(
+        sp.ravel_multi_index(([1, 2], [3, 4]), (5, 6)),
+        np.ravel_multi_index(([1, 2], [3, 4]), (5, 6)),
+    )
+    close_all(
+        sp.unravel_index(sp.array([3, 29], tiling=tiling), (5, 6)),
+        np.unravel_index([3, 29], (5, 6)),
+    )
+    close_all(sp.ix_([0, 2], [1, 3]), np.ix_([0, 2], [1, 3]))
+    close_all(sp.tril_indices(4, 1, 5), np.tril_indices(4, 1, 5))
+    close_all(sp.triu_indices(4, -1), np.triu_indices(4, -1))
+    close_all(sp.triu_indices_from(A), np.triu_indices_from(A))
+    close_all(sp.tril_indices_from(A, 2), np.tril_indices_from(A, 2))
+    close_all(sp.diag_indices(3), np.diag_indices(3))
+    close_all(sp.diag_indices_from(np.ones((3, 3))), np.diag_indices_from(np.ones((3, 3))))
+
+
+def test_updates_rebind(local, tiling):
+    def both(fn_sp, fn_np):
+        x = sp.array(A.copy(), tiling=tiling)
+        b = A.copy()
+        fn_sp(x)
+        fn_np(b)
+        close(x, b)
+
+    both(lambda x: sp.fill_diagonal(x, 7), lambda b: np.fill_diagonal(b, 7))
+    both(lambda x: sp.place(x, A > 0, [1, 2]), lambda b: np.place(b, A > 0, [1, 2]))
+    both(lambda x: sp.putmask(x, A > 0, -A), lambda b: np.putmask(b, A > 0, -A))
+    both(lambda x: sp.copyto(x, 3.0, where=A > 0), lambda b: np.copyto(b, 3.0, where=A > 0))
+    idx = np.argsort(A, axis=1)[:, :2]
+    both(lambda x: sp.put_along_axis(x, idx, 0.0, 1), lambda b: np.put_along_axis(b, idx, 0.0, 1))
+    tall = np.zeros((7, 3))
+    x = sp.array(tall)
+    sp.fill_diagonal(x, 1, wrap=True)
+    np.fill_diagonal(tall, 1, wrap=True)
+    close(x, tall)
+
+
+def test_calculus(local, tiling):
+    x = sp.array(A, tiling=tiling)
+    close_all(sp.gradient(x), np.gradient(A))
+    close(sp.gradient(x, 0.5, axis=1, edge_order=2), np.gradient(A, 0.5, axis=1, edge_order=2))
+    close(sp.trapezoid(x), np.trapezoid(A))
+    close(sp.trapezoid(x, dx=0.1, axis=0), np.trapezoid(A, dx=0.1, axis=0))
+    close(sp.trapezoid(x, np.arange(6.0) ** 2), np.trapezoid(A, np.arange(6.0) ** 2))
+    ph = np.cumsum(RNG.random(20) * 3)
+    close(sp.unwrap(np.mod(ph, 2 * np.pi)), np.unwrap(np.mod(ph, 2 * np.pi)))
+
+
+def test_lookups(local, tiling):
+    x = sp.array(A, tiling=tiling)
+    close(sp.interp(x, [-1, 0, 1], [5, 0, 2]), np.interp(A, [-1, 0, 1], [5, 0, 2]))
+    close(
+        sp.interp(x, [-1, 1], [0, 1], left=-9, right=9),
+        np.interp(A, [-1, 1], [0, 1], left=-9, right=9),
+    )
+    close(sp.digitize(x, [-1, 0, 1]), np.digitize(A, [-1, 0, 1]))
+    close(sp.digitize(x, [1, 0, -1], right=True), np.digitize(A, [1, 0, -1], right=True))
+    close(sp.polyval([1, 2, 3], x), np.polyval([1, 2, 3], A))
+    close(sp.vander(sp.arange(4), 3, increasing=True), np.vander(np.arange(4), 3, increasing=True))
+    xs = np.linspace(0, 1, 30)
+    close(sp.polyfit(xs, 3 * xs**2 - xs + 1, 2), np.polyfit(xs, 3 * xs**2 - xs + 1, 2))
+
+
+def test_windows(local):
+    for name in ("bartlett", "blackman", "hamming", "hanning"):
+        for m in (1, 6, 7):
+            close(getattr(sp, name)(m), getattr(np, name)(m))
+    close(sp.kaiser(8, 3.0), np.kaiser(8, 3.0))
+
+
+def test_functional(local, tiling):
+    x = sp.array(A, tiling=tiling)
+    close(sp.apply_along_axis(np.sum, 1, x), np.apply_along_axis(np.sum, 1, A))
+    close(
+        sp.apply_along_axis(lambda r: r[:2] * 2, 0, x),
+        np.apply_along_axis(lambda r: r[:2] * 2, 0, A),
+    )
+    close(sp.apply_over_axes(sp.sum, x, [0, 1]), np.apply_over_axes(np.sum, A, [0, 1]))
+    close(sp.i0(x), np.i0(A))
+    fns = [lambda v: -v, lambda v: v * 2]
+    close(sp.piecewise(x, [A < 0, A >= 0], fns), np.piecewise(A, [A < 0, A >= 0], fns))
+
+
+def test_sorting_extras(local):
+    k1, k2 = A[:, 0] > 0, np.round(A[:, 1])
+    close(sp.lexsort([k1, k2]), np.lexsort([k1, k2]))
+    c = np.array([3, 1 + 2j, 1 - 1j])
+    close(sp.sort_complex(c), np.sort_complex(c))
+
+
+def test_products_and_shapes(local, tiling):
+    x = sp.array(A, tiling=tiling)
+    b = np.arange(6.0).reshape(2, 3)
+    close(sp.kron(x[:2, :2], b), np.kron(A[:2, :2], b))
+    close(sp.kron(np.arange(3), np.arange(2)), np.kron(np.arange(3), np.arange(2)))
+    close(sp.cross(x[:, :3], x[:, 3:]), np.cross(A[:, :3], A[:, 3:]))
+    close(sp.vecdot(x, x), np.vecdot(A, A))
+    close(sp.matvec(x, np.arange(6.0)), np.matvec(A, np.arange(6.0)))
+    close(sp.vecmat(np.arange(5.0), x), np.vecmat(np.arange(5.0), A))
+    assert sp.shape(x) == A.shape and sp.ndim(x) == 2 and sp.size(x) == 30 and sp.size(x, 1) == 6
+    for axis, start in [(2, 0), (0, 3), (1, 1)]:
+        assert (
+            sp.rollaxis(sp.ones((2, 3, 4)), axis, start).shape
+            == np.rollaxis(np.ones((2, 3, 4)), axis, start).shape
+        )
+    z = np.array([0, 0, 1, 2, 0, 3, 0])
+    for trim in ("fb", "f", "b"):
+        close(sp.trim_zeros(sp.array(z), trim), np.trim_zeros(z, trim))
+    close(sp.histogram_bin_edges(x, 4), np.histogram_bin_edges(A, 4))
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("laplace", ()),
+        ("logistic", ()),
+        ("gumbel", ()),
+        ("lognormal", ()),
+        ("rayleigh", ()),
+        ("weibull", (2.0,)),
+        ("pareto", (3.0,)),
+        ("power", (2.0,)),
+        ("standard_cauchy", ()),
+        ("triangular", (0, 1, 3)),
+        ("geometric", (0.3,)),
+    ],
+)
+def test_distributions_match_numpy_quantiles(local, name, args):
+    got = getattr(sp.random.default_rng(1), name)(*args, size=4000).to_numpy()
+    ref = getattr(np.random.default_rng(1), name)(*args, size=4000)
+    assert got.dtype == ref.dtype
+    # the same distribution: quartiles agree within sampling error
+    q = [0.25, 0.5, 0.75]
+    np.testing.assert_allclose(np.quantile(got, q), np.quantile(ref, q), rtol=0.15, atol=0.05)
+
+
+def test_errors(local):
+    with pytest.raises(ValueError):
+        sp.interp(sp.ones(3), [0, 1], [0, 1, 2])
+    with pytest.raises(ValueError):
+        sp.digitize(sp.ones(3), [0, 2, 1])
+    with pytest.raises(ValueError):
+        sp.gradient(sp.ones(1))
+    with pytest.raises(ValueError):
+        sp.ravel_multi_index(([1],), (2, 2))
+    with pytest.raises(TypeError):
+        sp.unravel_index(sp.ones(2), (2, 2))
+    with pytest.raises(ValueError):
+        sp.random.default_rng(0).triangular(2, 1, 3)
+    with pytest.raises(ValueError):
+        sp.cross(sp.ones((2, 4)), sp.ones((2, 4)))
