@@ -246,8 +246,13 @@ def executed_steps(workers: int, repeats: int) -> list[str]:
         tg, np.zeros(tg.n, dtype=np.int64), Machine(1, memory=1e30, link_bw=V100.link_bw)
     )
     machine = Machine.of(V100, workers, memory=0.8 * float(one.peak[0]))
+    # A private local instance (address="local"), even if another Ray runs on this machine.
     ray.init(
-        num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False
+        address="local",
+        num_cpus=workers,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
     )
     be = spartan.init(backend="ray", num_workers=workers)
     try:
