@@ -235,7 +235,7 @@ def _method(name: str):
 for _name in (
     "sum prod mean std var min max argmin argmax all any cumsum cumprod ravel flatten "
     "swapaxes squeeze dot clip round conj conjugate nonzero sort argsort ptp repeat "
-    "take trace diagonal fill_diagonal searchsorted compress choose partition argpartition"
+    "take trace diagonal fill_diagonal searchsorted compress choose partition argpartition put"
 ).split():
     setattr(Array, _name, _method(_name))
 
