@@ -74,7 +74,11 @@ def selections(boxes: np.ndarray, vm: ViewMap | None = None) -> np.ndarray:
     """Strided root selections ``(n, root_ndim, 3)`` = (first, step, count) of view boxes."""
     lo, hi = boxes[..., 0], boxes[..., 1]
     if vm is None:
-        return np.stack([lo, np.ones_like(lo), hi - lo], axis=-1)
+        sel = np.empty(boxes.shape[:-1] + (3,), dtype=np.int64)
+        sel[..., 0] = lo
+        sel[..., 1] = 1
+        np.subtract(hi, lo, out=sel[..., 2])
+        return sel
     sel = np.zeros((len(boxes), vm.base_ndim, 3), dtype=np.int64)
     sel[:, :, 1] = 1
     sel[:, :, 2] = 1
@@ -114,8 +118,10 @@ def overlap_with_tiles(root_shape: Sequence[int], tiling: Tiling, sel: np.ndarra
     r = len(sel)
     total = None
     for ax, (n, c) in enumerate(zip(root_shape, tiling.cuts)):
-        bounds = _bounds(n, c)
-        counts = _strided_counts(sel[:, ax, 0], sel[:, ax, 1], sel[:, ax, 2], bounds)
+        if c == 1:  # one piece: every selected element (selections lie inside the array)
+            counts = sel[:, ax, 2:3]
+        else:
+            counts = _strided_counts(sel[:, ax, 0], sel[:, ax, 1], sel[:, ax, 2], _bounds(n, c))
         total = counts if total is None else (total[:, :, None] * counts[:, None, :]).reshape(r, -1)
     return np.ones((r, 1), dtype=np.int64) if total is None else total
 

@@ -16,6 +16,7 @@ A join stage is its factors over (first joined input, other input) for the reads
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -149,8 +150,10 @@ def _factor(owner: int, term: Term, term_vars: list[int], chs: list[list[Choice]
     """Tabulate ``term`` over the distinct vars it reads (a var may appear twice, e.g.
     ``A`` and ``A.T`` joined together: both then take the same choice)."""
     scope = tuple(sorted(set(term_vars)))
-    table = np.empty([len(chs[v]) for v in scope], dtype=np.int64)
-    for idx in np.ndindex(*table.shape):
-        pick = dict(zip(scope, idx))
-        table[idx] = term.cost(*(chs[v][pick[v]] for v in term_vars))
+    where = [scope.index(v) for v in term_vars]
+    values = [
+        term.cost(*(combo[k] for k in where))
+        for combo in itertools.product(*(chs[v] for v in scope))
+    ]
+    table = np.array(values, dtype=np.int64).reshape([len(chs[v]) for v in scope])
     return Factor(owner, scope, table)

@@ -302,6 +302,34 @@ def _read(key: tuple, root_tiling: Tiling, boxes: np.ndarray, workers: np.ndarra
     return strided_read_bytes(root_shape, itemsize, root_tiling, selections(boxes, vm), workers, P)
 
 
+def _read_sel(key: tuple, root_tiling: Tiling, reads: tuple[np.ndarray, np.ndarray], P: int) -> int:
+    """:func:`_read` for reads already mapped to root selections (shared by choices)."""
+    root_shape, itemsize, _, _ = key
+    return strided_read_bytes(root_shape, itemsize, root_tiling, reads[0], reads[1], P)
+
+
+@lru_cache(maxsize=65536)
+def _map_reads(
+    key: tuple, out_shape: tuple, out_t: Tiling, P: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The root selections a map's output tiles read of one input, and their workers."""
+    boxes, workers = layout(out_shape, out_t, P)
+    in_shape = key[3]
+    boxes = boxes[:, len(out_shape) - len(in_shape) :, :].copy()
+    for j, n in enumerate(in_shape):
+        if n == 1:
+            boxes[:, j] = (0, 1)
+    return selections(boxes, key[2]), workers
+
+
+@lru_cache(maxsize=65536)
+def _join_reads(key: tuple, axis: int, tasks: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The root selections the groups of a join read of one input, and their workers."""
+    groups, workers = tasks
+    boxes = _slabs(key[3], None if axis == -1 else axis, groups)
+    return selections(boxes, key[2]), np.asarray(workers, dtype=np.int64)
+
+
 def _grid(key: tuple, root_t: Tiling) -> Tiling:
     """The tiling readers of an input see: the root's, a view's induced one."""
     root_shape, _, vm, shape = key
@@ -331,13 +359,7 @@ def _retile(shape: tuple, itemsize: int, src: Tiling, dst: Tiling, P: int) -> in
 
 @lru_cache(maxsize=65536)
 def _map_read(key: tuple, root_t: Tiling, out_shape: tuple, out_t: Tiling, P: int) -> int:
-    boxes, workers = layout(out_shape, out_t, P)
-    in_shape = key[3]
-    boxes = boxes[:, len(out_shape) - len(in_shape) :, :].copy()
-    for j, n in enumerate(in_shape):
-        if n == 1:
-            boxes[:, j] = (0, 1)
-    return _read(key, root_t, boxes, workers, P)
+    return _read_sel(key, root_t, _map_reads(key, out_shape, out_t, P), P)
 
 
 @lru_cache(maxsize=65536)
@@ -423,9 +445,7 @@ def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
 
 @lru_cache(maxsize=65536)
 def _join_read(key: tuple, root_t: Tiling, axis: int, tasks: tuple, P: int) -> int:
-    groups, workers = tasks
-    boxes = _slabs(key[3], None if axis == -1 else axis, groups)
-    return _read(key, root_t, boxes, np.asarray(workers, dtype=np.int64), P)
+    return _read_sel(key, root_t, _join_reads(key, axis, tasks), P)
 
 
 @lru_cache(maxsize=65536)
@@ -498,6 +518,8 @@ def clear_cost_caches() -> None:
         _join_update,
         _reshape,
         _slabs,
+        _map_reads,
+        _join_reads,
     ):
         fn.cache_clear()
     clear_layouts()
