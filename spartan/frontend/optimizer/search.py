@@ -1,8 +1,8 @@
 """Searches over a :class:`~.graph.TilingGraph`: each returns one choice index per var.
 
 * :func:`greedy` -- the thesis's maximum-connectivity-first search (Fig. 2.8).
-* :func:`improve` -- local search after greedy: single-group and edge (two-group) moves
-  to a local optimum, then iterated perturbation.
+* :func:`improve` -- local search after greedy: single-group and two-group moves to a
+  local optimum, exact re-solves of every small neighbourhood, iterated perturbation.
 * :func:`exact` -- variable elimination (exact, exponential only in the width of the
   graph), inside a branch-and-bound over the duplication budget.
 * :func:`enumerate_all` -- plain enumeration of every combination (the reference).
