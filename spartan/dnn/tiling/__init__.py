@@ -7,10 +7,30 @@
 540000.0
 """
 
+from spartan.dnn.tiling.baselines import (
+    BASELINES,
+    data_parallel,
+    megatron,
+    model_parallel,
+    one_weird_trick,
+)
 from spartan.dnn.tiling.forms import RED, REP, Form, aligned_forms, conversion
+from spartan.dnn.tiling.kcut import k_cuts, k_cuts_exhaustive
 from spartan.dnn.tiling.onecut import OneCut, build_problem, one_cut, one_cut_exhaustive
+from spartan.dnn.tiling.plan import Plan, evaluate
+from spartan.dnn.tiling.planner import plan
 
 __all__ = [
+    "BASELINES",
+    "Plan",
+    "data_parallel",
+    "evaluate",
+    "k_cuts",
+    "k_cuts_exhaustive",
+    "megatron",
+    "model_parallel",
+    "one_weird_trick",
+    "plan",
     "RED",
     "REP",
     "Form",

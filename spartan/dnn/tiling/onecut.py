@@ -51,19 +51,28 @@ class Problem:
         n = float(np.prod(self.shapes[tensor], dtype=np.float64))
         return n * self.graph.tensors[tensor].itemsize if self.unit == "bytes" else n
 
-    def op_cost(self, op: Op, tiling: Mapping[str, int]) -> tuple[float, Form]:
-        """The cheapest aligned form of ``op`` for the given tensor tilings, and its cost."""
-        best: tuple[float, Form] | None = None
+    def op_cost(
+        self, op: Op, tiling: Mapping[str, int], local_inputs: bool = False
+    ) -> tuple[float, Form]:
+        """The cheapest aligned form of ``op`` for the given tensor tilings, and its cost.
+
+        ``local_inputs`` prefers forms that compute on the inputs where they lie (no input
+        conversion) when one exists: how a fixed strategy such as data parallelism runs,
+        reducing weight gradients instead of regathering activations.
+        """
+        best: tuple[tuple[bool, float], Form] | None = None
         for f in self.forms[op.name]:
-            c = sum(
+            moved_in = sum(
                 conversion(tiling[t], want, self.weight(t)) for t, want in zip(op.inputs, f.ins)
-            ) + sum(
+            )
+            out = sum(
                 conversion(got, tiling[t], self.weight(t)) for t, got in zip(op.outputs, f.outs)
             )
-            if best is None or c < best[0]:
-                best = (c, f)
+            key = (local_inputs and moved_in > 0, moved_in + out)
+            if best is None or key < best[0]:
+                best = (key, f)
         assert best is not None
-        return best
+        return best[0][1], best[1]
 
     def cost(self, tiling: Mapping[str, int]) -> float:
         return sum(self.op_cost(op, tiling)[0] for op in self.graph.ops)
@@ -74,8 +83,9 @@ def build_problem(
     shapes: Shapes | None = None,
     fixed: Mapping[str, int] | None = None,
     unit: str = "bytes",
+    tables: bool = True,
 ) -> Problem:
-    """Aligned forms, tensor domains and cost tables for one cut of ``graph``.
+    """Aligned forms, tensor domains and (with ``tables``) cost tables for one cut.
 
     A tensor's domain is ``r`` plus every split its ops' forms use: a split no form uses
     is never better than one some form uses, so the smaller domain keeps the optimum.
@@ -107,7 +117,8 @@ def build_problem(
     for op in graph.ops:
         ts = tuple(dict.fromkeys((*op.inputs, *op.outputs)))
         prob.tensors_of[op.name] = ts
-        prob.tables[op.name] = _op_table(prob, op, ts)
+        if tables:
+            prob.tables[op.name] = _op_table(prob, op, ts)
     return prob
 
 

@@ -128,11 +128,13 @@ def evaluate(
     unit: str = "bytes",
     name: str = "plan",
     exact: bool = True,
+    local_inputs: bool = False,
 ) -> Plan:
     """Cost a given sequence of one-cut tilings (a baseline, or a planner's result).
 
-    Each op takes its cheapest aligned form for the given tilings; a tensor missing from
-    a cut is replicated in it.
+    Each op takes its cheapest aligned form for the given tilings (with ``local_inputs``,
+    the cheapest among forms that leave its inputs where they are, if any: see
+    :meth:`Problem.op_cost`); a tensor missing from a cut is replicated in it.
     """
     shapes = graph_shapes(graph)
     full_cuts, deltas, op_costs, forms = [], [], [], []
@@ -141,10 +143,10 @@ def evaluate(
         for t, a in tiling.items():
             if a != REP and not (0 <= a < len(shapes[t]) and shapes[t][a] % 2 == 0):
                 raise ValueError(f"{name}: {t!r} of tile shape {shapes[t]} cannot split axis {a}")
-        prob = build_problem(graph, shapes, unit=unit)
+        prob = build_problem(graph, shapes, unit=unit, tables=False)
         costs, chosen = {}, {}
         for op in graph.ops:
-            costs[op.name], chosen[op.name] = prob.op_cost(op, tiling)
+            costs[op.name], chosen[op.name] = prob.op_cost(op, tiling, local_inputs)
         full_cuts.append(tiling)
         deltas.append(sum(costs.values()))
         op_costs.append(costs)
