@@ -62,3 +62,16 @@ def test_methods(local):
     np.testing.assert_array_equal(x.clip(1, 4).to_numpy(), a.clip(1, 4))
     np.testing.assert_array_equal(x.nonzero()[1].to_numpy(), a.nonzero()[1])
     assert sp.isdtype(x.dtype, "integral")
+
+
+def test_coverage_table():
+    from spartan import api_coverage
+
+    c = api_coverage.counts()
+    assert c["numpy"][api_coverage.IMPLEMENTED] >= 200
+    assert c["numpy.linalg"][api_coverage.MISSING] <= 2
+    text = api_coverage.markdown()
+    assert (
+        "| `sort` | implemented |" in text
+        and "| `exp` | implemented (element-wise ufunc) |" in text
+    )
