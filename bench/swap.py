@@ -218,7 +218,7 @@ def main() -> None:
     ap.add_argument(
         "--ablation", action="store_true", help="add joint vs partial search vs random (V100)"
     )
-    ap.add_argument("--only", help="training models whose name contains this text")
+    ap.add_argument("--only", help="comma-separated texts; train only models containing one")
     ap.add_argument("--budget", type=float, help="GA seconds per training model (overrides)")
     ap.add_argument("--v100-only", action="store_true", help="skip the H100 and inference tables")
     ap.add_argument("--output", default=str(RESULTS / "swap.md"), help="result file")
@@ -241,7 +241,8 @@ def main() -> None:
         label += f"; training budget overridden to {args.budget:.0f} s"
     for cfg in (train, infer):
         cfg.progress = False
-    models = [m for m in MODELS if args.only is None or args.only.lower() in m.name.lower()]
+    wanted = [w.strip().lower() for w in args.only.split(",")] if args.only else [""]
+    models = [m for m in MODELS if any(w in m.name.lower() for w in wanted)]
     start = perf_counter()
     sections = []
     # H100 compute and host link with the V100's 16 GiB, so the memory pressure is the same.
@@ -287,8 +288,9 @@ def main() -> None:
                 "preset (`spartan.dnn.hardware`), copies at the preset's host bandwidth, each "
                 "direction independent (the paper's 20 GB/s duplex cap is not modelled).",
                 *sections,
-                "Pictures: `bench/results/swap/timeline_*.png` (the best plan's three streams) "
-                "and `convergence_*.png` (best/mean/worst per generation).",
+                "Pictures (written by the run; `*.png` is git-ignored): "
+                "`bench/results/swap/timeline_*.png` (the best plan's three streams) and "
+                "`convergence_*.png` (best/mean/worst per generation), V100 models.",
             ]
         )
         out = Path(args.output)
