@@ -14,6 +14,8 @@ from dataclasses import dataclass
 class Config:
     #: largest tile the default tiling makes, in bytes
     max_tile_bytes: int = int(os.environ.get("SPARTAN_MAX_TILE_BYTES", 64 << 20))
+    #: largest default tile on a GPU worker (few big tiles keep a GPU busy)
+    gpu_max_tile_bytes: int = 1 << 31
     #: if set, every default tiling has this many tiles per worker
     tiles_per_worker: int | None = None
     #: evaluate automatically once this many unevaluated nodes pile up

@@ -76,6 +76,13 @@ def accumulate(ufunc: np.ufunc, block: Any, axis: int, dtype: Any) -> Any:
     return xp.asarray(out)
 
 
+def sync_device() -> None:
+    """Wait for the kernels queued on this process's current GPU."""
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
 def gpu_memory() -> int:
     """Free bytes on this process's current GPU (0 without one)."""
     cupy = cupy_module()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Key, Region
-from spartan.backend.device import array_module, gpu_memory, to_device, to_host
+from spartan.backend.device import array_module, gpu_memory, sync_device, to_device, to_host
 
 
 def nbytes_of(value: Any) -> int:
@@ -131,6 +131,8 @@ class Worker:
                 )
             for key, v in zip(outputs, values):
                 self._set(key, v)
+            if self.device == "gpu":
+                sync_device()  # a task is done when its kernels are, not when queued
             return result
         except Exception as error:  # noqa: BLE001 -- stored so readers re-raise the cause
             failed = TaskFailed(error)

@@ -258,6 +258,15 @@ def _arg_local(pick: Any, axes: tuple[int, ...], shape: tuple[int, ...], block, 
     return out
 
 
+def _arg_direct(pick: Any, axes: tuple[int, ...], shape: tuple[int, ...], block, _axes, box):
+    """The global index of the best element when the tile holds the reduced axes whole
+    (stays on the tile's device)."""
+    if len(axes) == len(shape) and len(shape) != 1:  # axis=None: the tile is the array
+        return pick(block.reshape(-1))
+    ax = axes[0]
+    return pick(block, axis=ax) + box[ax][0]
+
+
 def _arg_combine(better: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Keep the better value; NaN wins (NumPy returns the first NaN); ties: lower index."""
     av, bv = a["v"], b["v"]
@@ -284,17 +293,19 @@ def _arg(pick: Any, better: Any, name: str, a: Any, axis: Any, out: Any, keepdim
         axes = normalize_axes(axis, x.ndim)
         src = x
     rec = np.dtype([("v", x.dtype), ("i", np.int64)])
-    local = functools.partial(_arg_local, pick, axes if src.ndim == x.ndim else (0,), src.shape)
+    fold_axes = axes if src.ndim == x.ndim else (0,)
+    local = functools.partial(_arg_local, pick, fold_axes, src.shape)
     result = Array(
         Fold(
             src._expr,
-            axes if src.ndim == x.ndim else (0,),
+            fold_axes,
             local,
             functools.partial(_arg_combine, better),
             np.intp,
             partial_dtype=rec,
             final=_arg_final,
             name=name,
+            direct=functools.partial(_arg_direct, pick, fold_axes, src.shape),
         )
     )
     if keepdims:
