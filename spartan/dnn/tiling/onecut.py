@@ -17,7 +17,6 @@ the DP state after level ``l`` is exactly the tilings of the tensors shared with
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -368,17 +367,25 @@ def one_cut_exhaustive(
     unit: str = "bytes",
     limit: int = 2_000_000,
 ) -> OneCut:
-    """Optimal one-cut tiling by trying every assignment (``limit`` caps the count)."""
+    """Optimal one-cut tiling by scoring every assignment at once: the broadcast sum of
+    all op tables over all tensors (``limit`` caps the number of assignments)."""
     prob = build_problem(graph, shapes, fixed, unit)
     names = [t for t in graph.tensors if any(t in prob.tensors_of[o.name] for o in graph.ops)]
-    count = int(np.prod([len(prob.domains[t]) for t in names], dtype=np.float64))
+    dims = [len(prob.domains[t]) for t in names]
+    count = int(np.prod(dims, dtype=np.float64))
     if count > limit:
         raise ValueError(f"{count} assignments exceed the exhaustive limit {limit}")
-    best: tuple[float, dict[str, int]] | None = None
-    for combo in itertools.product(*(prob.domains[t] for t in names)):
-        tiling = dict(zip(names, combo))
-        c = prob.cost(tiling)
-        if best is None or c < best[0]:
-            best = (c, tiling)
-    assert best is not None
-    return OneCut(best[1], best[0], True, count, "exhaustive")
+    total = np.zeros(dims)
+    for op in graph.ops:
+        ts = prob.tensors_of[op.name]
+        idx = [names.index(t) for t in ts]
+        perm = sorted(range(len(ts)), key=lambda j: idx[j])
+        view = [1] * len(names)
+        for j in perm:
+            view[idx[j]] = dims[idx[j]]
+        total = total + np.transpose(prob.tables[op.name], perm).reshape(view)
+    pos = np.unravel_index(int(np.argmin(total)), total.shape)
+    tiling = {t: prob.domains[t][p] for t, p in zip(names, pos)}
+    for t in graph.tensors:
+        tiling.setdefault(t, REP)
+    return OneCut(tiling, float(total[pos]), True, count, "exhaustive")
