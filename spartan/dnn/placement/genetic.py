@@ -50,7 +50,9 @@ def initial_mappings(tg: TaskGraph, machine: Machine, seed: int = 0) -> list[np.
     longest, _ = critical_path(tg, comm)
     sources = [v for v in range(n) if not tg.preds[v]]
     random_path = (
-        heaviest_path(tg, rng.random(n).tolist(), int(rng.choice(sources))) if sources else []
+        heaviest_path(tg, rng.random(n).tolist(), [0.0] * tg.m, int(rng.choice(sources)))
+        if sources
+        else []
     )
     for path in (longest, random_path):
         for d in range(min(k, 2)):

@@ -8,7 +8,7 @@ path length, exactly on critical-path nodes (ParDNN's slicing priority).
 >>> from spartan.dnn.placement.taskgraph import TaskGraph
 >>> tg = TaskGraph(list("abcd"), [1, 2, 5, 1], [0] * 4, [0] * 4, [(0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)])
 >>> tl, bl = levels(tg, [0.0] * tg.m)
->>> [t + b for t, b in zip(tl, bl)], heaviest_path(tg, [t + b for t, b in zip(tl, bl)], 0)
+>>> [t + b for t, b in zip(tl, bl)], heaviest_path(tg, bl, [0.0] * tg.m, 0)
 ([7.0, 4.0, 7.0, 7.0], [0, 2, 3])
 """
 
@@ -56,17 +56,28 @@ def levels(
 
 
 def heaviest_path(
-    tg: TaskGraph, weight: Sequence[float], start: int, alive: Sequence[bool] | None = None
+    tg: TaskGraph,
+    bl: Sequence[float],
+    edge_comm: Sequence[float],
+    start: int,
+    alive: Sequence[bool] | None = None,
 ) -> list[int]:
-    """Walk from ``start`` to the heaviest alive successor until a dead end (ties: lower id)."""
+    """Walk from ``start``, always to the alive successor ``s`` with the heaviest continuation
+    ``comm(v, s) + bl(s)``, until a dead end (ties: lower id).
+
+    From a critical-path entry with exact bottom levels this follows a critical path: the
+    successor maximizing the continuation is exactly the one the bottom level was taken from.
+    """
     path = [start]
     v = start
-    succs = tg.succs
+    succs, succ_edges = tg.succs, tg.succ_edges
     while True:
         best, best_w = -1, float("-inf")
-        for s in succs[v]:
-            if (alive is None or alive[s]) and weight[s] > best_w:
-                best, best_w = s, weight[s]
+        for s, e in zip(succs[v], succ_edges[v]):
+            if alive is None or alive[s]:
+                w = edge_comm[e] + bl[s]
+                if w > best_w:
+                    best, best_w = s, w
         if best < 0:
             return path
         path.append(best)
@@ -84,4 +95,4 @@ def critical_path(tg: TaskGraph, edge_comm: Sequence[float]) -> tuple[list[int],
     # the path) and the smallest top level.
     tol = 1e-9 * abs(length)
     start = min((v for v in range(tg.n) if wl[v] >= length - tol), key=lambda v: (tl[v], v))
-    return heaviest_path(tg, wl, start), length
+    return heaviest_path(tg, bl, edge_comm, start), length

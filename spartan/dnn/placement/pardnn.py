@@ -2,9 +2,11 @@
 
 Step 1 partitions for makespan:
 
-1. **Slicing** — peel the heaviest path by weighted level ``tl + bl`` ``K`` times, recomputing
-   the levels after each (primary clusters, one per device), then peel the remaining nodes
-   into paths with the last levels (secondary clusters).
+1. **Slicing** — peel the heaviest path ``K`` times, recomputing the levels after each
+   (primary clusters, one per device): start at the node of largest weighted level
+   ``tl + bl`` and walk to the successor with the heaviest continuation ``comm + bl``, which
+   traces a critical path exactly. Then peel the remaining nodes, by decreasing weighted
+   level, into paths with the last levels (secondary clusters).
 2. **Mapping** — a secondary whose communication exceeds its *potential* (the other work in
    its span) joins the device it talks to most; the rest, heaviest first, go to the device
    minimizing (work within the cluster's span on that device + communication with clusters
@@ -78,7 +80,7 @@ def slice_graph(tg: TaskGraph, k: int, edge_comm: list[float]) -> Slicing:
         if j:
             tl, bl = levels(tg, edge_comm, alive)
         wl = [a + b for a, b in zip(tl, bl)]
-        path = heaviest_path(tg, wl, _path_entry(wl, tl, alive), alive)
+        path = heaviest_path(tg, bl, edge_comm, _path_entry(wl, tl, alive), alive)
         for v in path:
             alive[v] = False
         remaining -= len(path)
@@ -87,7 +89,7 @@ def slice_graph(tg: TaskGraph, k: int, edge_comm: list[float]) -> Slicing:
     secondaries: list[list[int]] = []
     for v in sorted(range(n), key=lambda v: (-wl[v], tl[v], v)):
         if alive[v]:
-            path = heaviest_path(tg, wl, v, alive)
+            path = heaviest_path(tg, bl, edge_comm, v, alive)
             for u in path:
                 alive[u] = False
             secondaries.append(path)
@@ -288,7 +290,7 @@ def _switch_round(st: _State) -> int:
     eff = [c if dev[s] != dev[d] else 0.0 for c, s, d in zip(ec, tg.src.tolist(), tg.dst.tolist())]
     tl, bl = levels(tg, eff)
     wl = [a + b for a, b in zip(tl, bl)]
-    path = heaviest_path(tg, wl, _path_entry(wl, tl, [True] * tg.n))
+    path = heaviest_path(tg, bl, eff, _path_entry(wl, tl, [True] * tg.n))
     moves = 0
     for u, v in zip(path, path[1:]):
         if dev[u] == dev[v]:
