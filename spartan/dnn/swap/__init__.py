@@ -5,8 +5,16 @@ Pipeline: a :class:`Workload` (graph + op times + device) -> a chromosome (sched
 three-stream simulation (iteration time). :func:`search` is the genetic algorithm over
 chromosomes; :mod:`.baselines` holds ideal / ODSwap / vDNN-like / TFLMS-like plans;
 :mod:`.executor` replays a plan on an emulated (CPU) or CuPy device.
+
+>>> from spartan.dnn.swap import GAConfig, search
+>>> from spartan.dnn.swap.worked_examples import figure1_workload
+>>> wl = figure1_workload()
+>>> result = search(wl, GAConfig(population=8, max_generations=10, workers=1, progress=False))
+>>> result.best_time  # Figure 1's optimum: every copy hidden behind compute
+6.0
 """
 
+from spartan.dnn.swap.genetic import GAConfig, SearchResult, search
 from spartan.dnn.swap.plan import COMPUTE, SWAP_IN, SWAP_OUT, InfeasiblePlan, SwapPlan
 from spartan.dnn.swap.planner import is_topological, plan_swaps
 from spartan.dnn.swap.pool import Allocation, PoolModel
@@ -17,6 +25,9 @@ __all__ = [
     "SWAP_IN",
     "SWAP_OUT",
     "Allocation",
+    "GAConfig",
+    "SearchResult",
+    "search",
     "InfeasiblePlan",
     "PoolModel",
     "SwapPlan",
