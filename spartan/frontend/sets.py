@@ -23,7 +23,7 @@ from spartan.frontend.indexing import compress_mask
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.manipulation import concatenate
 from spartan.frontend.scan import cumsum
-from spartan.frontend.sorting import _records_field, sort, sorted_records
+from spartan.frontend.sorting import _records_field, sort, sorted_records, sorted_values
 from spartan.frontend.ufuncs import elementwise
 
 
@@ -62,8 +62,11 @@ def unique(
         raise TypeError("spartan.unique works on the flattened array (axis=None)")
     flat = x.ravel()
     n = flat.shape[0]
-    rec = sorted_records(flat)
-    s = _records_field(rec, "v", flat.dtype)
+    if return_index or return_inverse:
+        rec = sorted_records(flat)
+        s = _records_field(rec, "v", flat.dtype)
+    else:
+        s = sorted_values(flat)
     starts = _run_starts(s, equal_nan)
     values = compress_mask(s, starts)
     extra: list[Array] = []

@@ -42,21 +42,25 @@ def record_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype([("v", dtype), ("i", np.int64)])
 
 
-def _lexorder(rec: np.ndarray) -> np.ndarray:
-    return np.lexsort((rec["i"], rec["v"]))
+def _is_records(a: np.ndarray) -> bool:
+    return a.dtype.names is not None
 
 
 class _LocalSort:
-    """Sort one tile as (value, global index) records; pick regular samples."""
+    """Sort one tile (as (value, global index) records when ``with_index``); pick
+    regular samples."""
 
-    def __init__(self, lo: int, nsamples: int):
-        self.lo, self.nsamples = lo, nsamples
+    def __init__(self, lo: int, nsamples: int, with_index: bool):
+        self.lo, self.nsamples, self.with_index = lo, nsamples, with_index
 
     def __call__(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rec = np.empty(block.shape[0], record_dtype(block.dtype))
-        rec["v"] = block
-        rec["i"] = np.arange(self.lo, self.lo + block.shape[0])
-        run = rec[np.argsort(block, kind="stable")]
+        if self.with_index:
+            order = np.argsort(block, kind="stable")
+            run = np.empty(block.shape[0], record_dtype(block.dtype))
+            run["v"] = block[order]
+            run["i"] = order + self.lo
+        else:
+            run = np.sort(block)
         if run.size == 0:
             return run, run
         pick = np.linspace(0, run.size - 1, min(self.nsamples, run.size)).astype(np.intp)
@@ -69,7 +73,10 @@ class _Splitters:
 
     def __call__(self, *samples: np.ndarray) -> np.ndarray:
         allsamp = np.concatenate(samples)
-        allsamp = allsamp[_lexorder(allsamp)]
+        if _is_records(allsamp):
+            allsamp = allsamp[np.lexsort((allsamp["i"], allsamp["v"]))]
+        else:
+            allsamp = np.sort(allsamp)
         if allsamp.size == 0:
             return allsamp
         pick = (np.arange(1, self.parts) * allsamp.size) // self.parts
@@ -77,7 +84,10 @@ class _Splitters:
 
 
 def _cut(run: np.ndarray, split: np.ndarray) -> np.ndarray:
-    """Positions in ``run`` of the first record ``>= `` each splitter, (value, index) order."""
+    """Positions in ``run`` of the first element ``>=`` each splitter ((value, index)
+    order for records, so ties are split between buckets too)."""
+    if not _is_records(run):
+        return np.searchsorted(run, split, "left")
     v, i = run["v"], run["i"]
     lo = np.searchsorted(v, split["v"], "left")
     hi = np.searchsorted(v, split["v"], "right")
@@ -98,8 +108,15 @@ class _Partition:
 
 
 def _merge(*buckets: np.ndarray) -> tuple[np.ndarray, int]:
-    rec = np.concatenate(buckets)
-    return rec[_lexorder(rec)], int(rec.size)
+    """Merge the sorted runs a bucket received, in tile order.
+
+    Tiles hold increasing ranges of global indices, so among equal values the
+    concatenation is already in index order: a stable sort on the values alone (a
+    run-detecting merge sort) gives (value, index) order."""
+    cat = np.concatenate(buckets)
+    if _is_records(cat):
+        return cat[np.argsort(cat["v"], kind="stable")], int(cat.size)
+    return np.sort(cat, kind="stable"), int(cat.size)
 
 
 def _identity(x: np.ndarray) -> np.ndarray:
@@ -107,7 +124,8 @@ def _identity(x: np.ndarray) -> np.ndarray:
 
 
 class SampleSort(Expr):
-    """A 1-d array sorted, as ``(value, index)`` records (see the module docstring).
+    """A 1-d array sorted: its values, or ``(value, index)`` records when
+    ``with_index`` (see the module docstring).
 
     Communication: ``P*S`` sample records to one worker, ``P - 1`` splitters to every
     tile, then each record crosses the network at most twice (to its bucket, then to
@@ -115,10 +133,12 @@ class SampleSort(Expr):
     the driver.
     """
 
-    def __init__(self, child: Expr) -> None:
+    def __init__(self, child: Expr, with_index: bool = True) -> None:
         if child.ndim != 1:
             raise ValueError("SampleSort sorts 1-d arrays")
-        super().__init__(child.shape, record_dtype(child.dtype), [child])
+        dtype = record_dtype(child.dtype) if with_index else child.dtype
+        super().__init__(child.shape, dtype, [child])
+        self.with_index = with_index
 
     @property
     def label(self) -> str:
@@ -135,7 +155,7 @@ class SampleSort(Expr):
         for idx, box in grid.tiles(self.shape):
             w = grid.worker_of(idx, nw)
             keys = [(self.uid, "run", idx), (self.uid, "sample", idx)]
-            task = _LocalSort(box[0][0], OVERSAMPLE * parts)
+            task = _LocalSort(box[0][0], OVERSAMPLE * parts, self.with_index)
             be.submit(w, task, [ctx.region(child, box, w)], keys)
             runs.append(keys[0])
             samples.append(keys[1])
@@ -175,6 +195,11 @@ def sorted_records(x: Array) -> Array:
     return Array(SampleSort(x._expr))
 
 
+def sorted_values(x: Array) -> Array:
+    """A 1-d array sorted (the sample sort without carrying indices)."""
+    return Array(SampleSort(x._expr, with_index=False))
+
+
 def _records_field(rec: Array, name: str, dtype: Any) -> Array:
     fn = functools.partial(_field, name)
     return Array(Map(fn, [rec._expr], rec.shape, dtype, name=f"field({name})"))
@@ -200,7 +225,7 @@ def sort(
         raise np.exceptions.AxisError(axis, 0)
     (ax,) = normalize_axes(axis, x.ndim)
     if x.ndim == 1:
-        return _records_field(sorted_records(x), "v", x.dtype)
+        return sorted_values(x)
     lanes = along_axes(
         functools.partial(np.sort, axis=1), x, (ax,), (x.shape[ax],), x.dtype, name="sort"
     )
