@@ -500,3 +500,31 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
     """Cross product of 3-vectors along ``axis``."""
     return _cross(x1, x2, axis=axis)
+
+
+def tensorinv(a: Any, ind: int = 2) -> Array:
+    """Inverse of an N-d array seen as a matrix (see :func:`numpy.linalg.tensorinv`)."""
+    x = asarray(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    rows = int(np.prod(x.shape[:ind]))
+    inv_shape = x.shape[ind:] + x.shape[:ind]
+    return inv(x.reshape(rows, -1)).reshape(inv_shape)
+
+
+def tensorsolve(a: Any, b: Any, axes: Any = None) -> Array:
+    """Solve ``tensordot(a, x, x.ndim) = b`` for ``x``."""
+    from spartan.frontend.manipulation import moveaxis
+
+    x, y = asarray(a), asarray(b)
+    if axes is not None:
+        for k in axes:
+            x = moveaxis(x, k, -1)
+    shape = x.shape[-(x.ndim - y.ndim) :]
+    prod = int(np.prod(shape))
+    if int(np.prod(x.shape[: y.ndim])) != prod:
+        raise LinAlgError(
+            "Input arrays must satisfy the requirement "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
+        )
+    return solve(x.reshape(prod, prod), y.ravel()).reshape(shape)

@@ -12,6 +12,7 @@ from spartan import linalg
 from spartan.frontend import random
 from spartan.frontend.alongaxis import apply_along_axis, apply_over_axes
 from spartan.frontend.calculus import gradient, trapezoid
+from spartan.frontend.convolution import convolve, correlate
 from spartan.frontend.creation import (
     arange,
     array,
@@ -245,7 +246,10 @@ for _name in (
     "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
     "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
     "result_type can_cast promote_types issubdtype integer floating number generic "
-    "complexfloating signedinteger unsignedinteger errstate isdtype broadcast_shapes"
+    "complexfloating signedinteger unsignedinteger errstate isdtype broadcast_shapes "
+    "isscalar iterable min_scalar_type mintypecode typename common_type geterr seterr "
+    "geterrcall seterrcall get_printoptions set_printoptions printoptions getbufsize "
+    "setbufsize base_repr binary_repr format_float_positional format_float_scientific"
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001

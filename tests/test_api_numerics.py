@@ -177,3 +177,26 @@ def test_errors(local):
         sp.random.default_rng(0).triangular(2, 1, 3)
     with pytest.raises(ValueError):
         sp.cross(sp.ones((2, 4)), sp.ones((2, 4)))
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_correlate(local, tiling, mode):
+    a = RNG.standard_normal(40)
+    k = RNG.standard_normal(5)
+    c = RNG.standard_normal(6) + 1j * RNG.standard_normal(6)
+    for x, y in [(a, k), (k, a), (a, c), (c, a)]:
+        sx = sp.array(x, tiling=tiling)
+        close(sp.convolve(sx, y, mode), np.convolve(x, y, mode))
+        close(sp.correlate(sx, y, mode), np.correlate(x, y, mode))
+
+
+def test_tensor_solvers_and_permuted(local):
+    a = RNG.standard_normal((6, 2, 3))
+    b = RNG.standard_normal(6)
+    close(sp.linalg.tensorsolve(a, b), np.linalg.tensorsolve(a, b))
+    t = RNG.standard_normal((4, 6, 8, 3))
+    close(sp.linalg.tensorinv(t, 2), np.linalg.tensorinv(t, 2))
+    p = sp.random.default_rng(0).permuted(sp.array(np.arange(12).reshape(3, 4)), axis=1).to_numpy()
+    np.testing.assert_array_equal(np.sort(p, axis=1), np.arange(12).reshape(3, 4))
+    q = sp.random.default_rng(0).permuted(sp.arange(10)).to_numpy()
+    np.testing.assert_array_equal(np.sort(q), np.arange(10))

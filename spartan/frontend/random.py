@@ -255,6 +255,24 @@ class Generator:
         perm = argsort(keys) if n else keys.astype(np.intp)
         return perm if arr is None else take(arr, perm, axis)
 
+    def permuted(self, x: Any, *, axis: int | None = None, out: Any = None) -> Array:
+        """``x`` with each slice along ``axis`` shuffled independently (all elements
+        when None): random keys sorted lane by lane, then ``take_along_axis``."""
+        from spartan.frontend.creation import asarray
+        from spartan.frontend.fancy import take_along_axis
+        from spartan.frontend.sorting import argsort
+
+        a = asarray(x)
+        if axis is None:
+            flat = a.ravel()
+            return flat[self.permutation(flat.shape[0])].reshape(a.shape)
+        keys = self.integers(0, 1 << 62, size=a.shape)
+        result = take_along_axis(a, argsort(keys, axis=axis), axis)
+        if out is not None:
+            out._expr = result._expr
+            return out
+        return result
+
     def shuffle(self, x: Array, axis: int = 0) -> None:
         """Shuffle ``x`` along ``axis`` (rebinds it to the permuted array)."""
         from spartan.frontend.array import Array as _Array
