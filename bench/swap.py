@@ -54,10 +54,10 @@ MODELS = [
     Model("WResNet-152-10 b64", lambda: zoo.wresnet152(10, 64), "95% / 80%", "180 GB"),
     Model("Inception-4 b16", lambda: zoo.inception_v4(16, scale=4), "~80% / -", "-"),
     Model("Inception-4 b64", lambda: zoo.inception_v4(64, scale=4), "<=65% / -", "71 GB"),
-    Model("RNN-8-8K b64 s10", lambda: zoo.rnn(8, 8192, 64, 10), "70-80% / <1%", "118 GB"),
+    Model("RNN-8-8K b256 s10", lambda: zoo.rnn(8, 8192, 256, 10), "70-80% / <1%", "118 GB"),
     Model(
-        "BRNN-4-8K b32 s10",
-        lambda: zoo.rnn(4, 8192, 32, 10, bidirectional=True),
+        "BRNN-4-8K b128 s10",
+        lambda: zoo.rnn(4, 8192, 128, 10, bidirectional=True),
         "70-80% / <1%",
         "99 GB",
     ),
