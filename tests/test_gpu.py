@@ -45,7 +45,7 @@ def test_user_functions_get_cupy_tiles(gpu):
         return xp.sqrt(t)
 
     a = np.arange(20.0).reshape(4, 5)
-    np.testing.assert_allclose(sp.map(f, sp.array(a)).to_numpy(), np.sqrt(a))
+    np.testing.assert_allclose(sp.map(f, sp.array(a), dtype=float).to_numpy(), np.sqrt(a))
     assert set(seen) == {"cupy"}
 
 

@@ -64,6 +64,29 @@ def to_device(value: Any, device: str) -> Any:
     return value
 
 
+_CUPY_REDUCE = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
+}
+
+
+def reduce(ufunc: np.ufunc, block: Any, axis: Any, dtype: Any) -> Any:
+    """``ufunc.reduce`` on either device (CuPy has it for few ufuncs)."""
+    xp = array_module(block)
+    if xp is np:
+        return ufunc.reduce(block, axis=axis, dtype=dtype)
+    name = _CUPY_REDUCE.get(ufunc.__name__)
+    if name is None:
+        return xp.asarray(ufunc.reduce(to_host(block), axis=axis, dtype=dtype))  # via host
+    kwargs = {"dtype": dtype} if name in ("sum", "prod") else {}
+    out = getattr(xp, name)(block, axis=axis, **kwargs)
+    return out if dtype is None or name in ("sum", "prod") else out.astype(dtype)
+
+
 def accumulate(ufunc: np.ufunc, block: Any, axis: int, dtype: Any) -> Any:
     """``ufunc.accumulate`` on either device (CuPy lacks it for some ufuncs)."""
     xp = array_module(block)

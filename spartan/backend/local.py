@@ -62,7 +62,10 @@ class LocalBackend(Master):
         self.workers[worker].delete(keys)
 
     def wait(self) -> None:
-        """Tasks already ran when submitted (errors were raised there)."""
+        """Tasks already ran when submitted (errors were raised there); GPU kernels
+        they queued are waited for here."""
+        for w in self.workers:
+            w.sync()
 
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]

@@ -195,6 +195,8 @@ class RayBackend(Master):
             pending, self._inflight = self._inflight, []
             try:
                 self._get([ref for ref, _ in pending], progress=True)
+                if self.device == "gpu":
+                    self._get([a.sync.remote() for a in self.actors])
                 return
             except LOSS_ERRORS:
                 self._recover(pending)

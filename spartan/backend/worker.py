@@ -131,8 +131,6 @@ class Worker:
                 )
             for key, v in zip(outputs, values):
                 self._set(key, v)
-            if self.device == "gpu":
-                sync_device()  # a task is done when its kernels are, not when queued
             return result
         except Exception as error:  # noqa: BLE001 -- stored so readers re-raise the cause
             failed = TaskFailed(error)
@@ -198,6 +196,11 @@ class Worker:
 
     def ping(self) -> str:
         return self.node
+
+    def sync(self) -> None:
+        """Wait for this worker's queued GPU kernels (tasks return once they are queued)."""
+        if self.device == "gpu":
+            sync_device()
 
     def memory(self) -> int:
         """Bytes this worker may still fill: free GPU memory on a GPU worker, else 0

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import reduce as device_reduce
 from spartan.backend.device import to_host
 from spartan.frontend.array import Array
 from spartan.frontend.fold import Fold
@@ -58,7 +59,7 @@ def _to_array(a: Any) -> Array:
 
 
 def _ufunc_local(ufunc: np.ufunc, dtype: Any, block: np.ndarray, axes, box) -> np.ndarray:
-    return ufunc.reduce(block, axis=axes, dtype=dtype)
+    return device_reduce(ufunc, block, axes, dtype)
 
 
 def ufunc_reduce(
