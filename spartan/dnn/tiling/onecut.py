@@ -17,6 +17,7 @@ the DP state after level ``l`` is exactly the tilings of the tensors shared with
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,10 +46,16 @@ class Problem:
     tensors_of: dict[str, tuple[str, ...]]  # op -> its distinct tensors (table axes)
     tables: dict[str, np.ndarray] = field(default_factory=dict)
 
+    weights: dict[str, float] = field(default_factory=dict)
+
     def weight(self, tensor: str) -> float:
         """Cost of moving the whole (tile of the) tensor once, in the problem's unit."""
-        n = float(np.prod(self.shapes[tensor], dtype=np.float64))
-        return n * self.graph.tensors[tensor].itemsize if self.unit == "bytes" else n
+        w = self.weights.get(tensor)
+        if w is None:
+            n = float(math.prod(self.shapes[tensor]))
+            w = n * self.graph.tensors[tensor].itemsize if self.unit == "bytes" else n
+            self.weights[tensor] = w
+        return w
 
     def op_cost(
         self, op: Op, tiling: Mapping[str, int], local_inputs: bool = False
