@@ -1,0 +1,56 @@
+"""``.npy`` and raw binary files written and read tile by tile by the workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spartan as sp
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int16, np.complex64, bool])
+def test_npy_round_trip(local, tiling, tmp_path, dtype):
+    a = (np.arange(35).reshape(5, 7) % 3).astype(dtype)
+    x = sp.array(a, tiling=tiling)
+    sp.save(tmp_path / "x", x)
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), a)  # NumPy reads what we wrote
+    np.save(tmp_path / "y.npy", a[::-1])
+    y = sp.load(tmp_path / "y.npy")
+    assert y.dtype == a.dtype and y.shape == a.shape
+    np.testing.assert_array_equal(y.to_numpy(), a[::-1])
+
+
+def test_npy_scalars_and_empty(local, tmp_path):
+    sp.save(tmp_path / "s.npy", sp.array(3.5))
+    assert np.load(tmp_path / "s.npy") == 3.5
+    sp.save(tmp_path / "e.npy", sp.zeros((0, 3)))
+    assert sp.load(tmp_path / "e.npy").shape == (0, 3)
+
+
+def test_raw_files(local, tiling, tmp_path):
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    sp.tofile(sp.array(a, tiling=tiling), tmp_path / "raw.bin")
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "raw.bin", np.int32), a.ravel())
+    got = sp.fromfile(tmp_path / "raw.bin", np.int32)
+    np.testing.assert_array_equal(got.to_numpy(), a.ravel())
+    part = sp.fromfile(tmp_path / "raw.bin", np.int32, count=5, offset=8)
+    np.testing.assert_array_equal(part.to_numpy(), a.ravel()[2:7])
+
+
+def test_load_does_not_go_through_the_driver(backend, tmp_path):
+    a = np.arange(4000, dtype=np.float64).reshape(400, 10)
+    np.save(tmp_path / "big.npy", a)
+    backend.reset_stats()
+    x = sp.load(tmp_path / "big.npy").evaluate()
+    assert backend.stats().as_dict()["bytes_from_driver"] == 0
+    np.testing.assert_array_equal(x.to_numpy(), a)
+
+
+def test_errors(local, tmp_path):
+    (tmp_path / "t.txt").write_text("hello")
+    with pytest.raises(ValueError):
+        sp.load(tmp_path / "t.txt")
+    with pytest.raises(ValueError):
+        sp.tofile(sp.ones(3), tmp_path / "x.txt", sep=",")
+    with pytest.raises(FileNotFoundError):
+        sp.load(tmp_path / "missing.npy")
