@@ -18,7 +18,7 @@ import numpy as np
 
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
-from spartan.frontend.decompositions import dense, tsqr
+from spartan.frontend.decompositions import blocked_cholesky, dense, tsqr
 from spartan.frontend.linalg import cross as _cross
 from spartan.frontend.linalg import diagonal, dot, matmul, outer, tensordot, trace, vdot
 from spartan.frontend.linalg import vecdot as _vecdot
@@ -225,11 +225,20 @@ def svd_compressed(a: Any, k: int, n_power_iter: int = 2, seed: int | None = 0) 
     return SVDResult(dot(q, ub)[:, :k], s[:k], vh[:k])
 
 
-def cholesky(a: Any, *, upper: bool = False) -> Array:
-    """Cholesky factor ``L`` (``a = L @ L.H``), one task on one worker."""
+#: matrices up to this order are factored by one task; larger ones blockwise
+CHOLESKY_BLOCK = 1024
+
+
+def cholesky(a: Any, *, upper: bool = False, block: int | None = None) -> Array:
+    """Cholesky factor ``L`` (``a = L @ L.H``): one task for small matrices, the
+    blocked right-looking algorithm (``block`` columns at a time) for larger ones."""
     x = _square(a, "cholesky")
     dtype = _result_dtype(np.linalg.cholesky, x)
-    low = dense(np.linalg.cholesky, [x], x.shape, dtype, "cholesky")
+    block = block or CHOLESKY_BLOCK
+    if x.shape[0] <= block:
+        low = dense(np.linalg.cholesky, [x], x.shape, dtype, "cholesky")
+    else:
+        low = blocked_cholesky(x, block)
     return low.T.conj() if upper else low
 
 

@@ -144,3 +144,21 @@ def test_errors(local):
         sp.einsum("ij,jk->ik", sp.ones((2, 3)), sp.ones((4, 2)))
     with pytest.raises(ValueError):
         sp.diagonal(sp.ones(3))
+
+
+@pytest.mark.parametrize("n, block", [(10, 3), (12, 4), (9, 2)])
+def test_blocked_cholesky(local, tiling, n, block):
+    m = RNG.standard_normal((n + 3, n))
+    s = m.T @ m + np.eye(n)
+    close(sp.linalg.cholesky(sp.array(s, tiling=tiling), block=block), np.linalg.cholesky(s))
+    c = RNG.standard_normal((n, n)) + 1j * RNG.standard_normal((n, n))
+    h = c @ c.conj().T + np.eye(n)
+    close(
+        sp.linalg.cholesky(sp.array(h), block=block, upper=True), np.linalg.cholesky(h, upper=True)
+    )
+
+
+def test_tsqr_and_solve_on_ray(backend):
+    q, r = sp.linalg.qr(sp.array(TALL, tiling="row"))
+    np.testing.assert_allclose(q.to_numpy() @ r.to_numpy(), TALL, atol=1e-10)
+    close(sp.linalg.solve(sp.array(SQ), np.ones(4)), np.linalg.solve(SQ, np.ones(4)))

@@ -126,3 +126,52 @@ def tsqr(a: Array, groups: int) -> tuple[Array, Array]:
         )
     )
     return q, packed[groups * n :]
+
+
+class _PanelSolve:
+    """``f_join``: rows of a panel times ``L_kk^-H`` (a triangular solve per group)."""
+
+    def __call__(self, extents, panel: np.ndarray, lkk: np.ndarray):
+        sol = np.linalg.solve(lkk, panel.conj().T).conj().T
+        return [(extents[0].rows, sol)]
+
+
+def blocked_cholesky(a: Array, block: int) -> Array:
+    """Right-looking blocked Cholesky: per block column, factor the diagonal block
+    (one task), solve the panel below it by row groups, and update the trailing matrix
+    with one ``dot``; the factor is assembled from the blocks.
+
+    Communication per block column ``k`` (``b`` wide, ``r`` rows below): the
+    ``b x b`` diagonal block to one worker and to every panel group, and the trailing
+    update ``r x r`` from the panel product.
+    """
+    from spartan.frontend.creation import zeros
+    from spartan.frontend.linalg import dot
+    from spartan.frontend.manipulation import concatenate
+
+    n = a.shape[0]
+    dtype = np.linalg.cholesky(np.eye(1, dtype=a.dtype)).dtype
+    work = a.astype(dtype)  # the trailing matrix still to factor
+    columns = []
+    for k0 in range(0, n, block):
+        k1 = min(k0 + block, n)
+        b = k1 - k0
+        lkk = dense(np.linalg.cholesky, [work[:b, :b]], (b, b), dtype, "cholesky_block")
+        parts = [zeros((k0, b), dtype=dtype)] if k0 else []
+        parts.append(lkk)
+        if k1 < n:
+            panel = Array(
+                JoinUpdate(
+                    _PanelSolve(),
+                    None,
+                    [work[b:, :b]._expr, lkk._expr],
+                    [0, -1],
+                    (n - k1, b),
+                    dtype,
+                    name="cholesky_panel",
+                )
+            )
+            parts.append(panel)
+            work = work[b:, b:] - dot(panel, panel.conj().T if dtype.kind == "c" else panel.T)
+        columns.append(concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
+    return concatenate(columns, axis=1) if len(columns) > 1 else columns[0]
