@@ -78,12 +78,20 @@ def matmul(a: Any, b: Any) -> Any:
         return dot(x, y)
     from spartan.frontend import manipulation as mp
 
-    # batched: broadcast the leading axes, then one 2-d product per batch element
-    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    x = mp.broadcast_to(x, batch + x.shape[-2:]) if x.ndim > 1 else x
-    y = mp.broadcast_to(y, batch + y.shape[-2:]) if y.ndim > 1 else y
-    outs = [dot(x[idx], y[idx]) for idx in np.ndindex(*batch)]
-    return mp.stack(outs).reshape(batch + outs[0].shape)
+    # batched: broadcast the leading axes, then groups of batch elements (einsum)
+    if x.ndim == 1 or y.ndim == 1:
+        spec = "...j,j->..." if y.ndim == 1 else "j,...jk->...k"
+        return einsum(spec, x, y)
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {y.shape[-2]} is different from "
+            f"{x.shape[-1]})"
+        )
+    batch = tuple(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
+    x = mp.broadcast_to(x, batch + x.shape[-2:])
+    y = mp.broadcast_to(y, batch + y.shape[-2:])
+    return einsum("...ij,...jk->...ik", x, y)
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Array:
@@ -222,6 +230,39 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
     return out_terms, rhs
 
 
+def _batch_index(terms: list[str], rhs: str, xs: list, sizes: dict) -> str | None:
+    """An index every operand and the output carry at full size (a batch axis)."""
+    for c in rhs:
+        if all(c in t and x.shape[t.index(c)] == sizes[c] for t, x in zip(terms, xs)):
+            if sizes[c] > 1:
+                return c
+    return None
+
+
+class _EinsumGroup:
+    """``f_join``: NumPy's einsum on one group of batch slices, written at its slices."""
+
+    def __init__(self, spec: str, out_axis: int, in_axis: int):
+        self.spec, self.out_axis, self.in_axis = spec, out_axis, in_axis
+
+    def __call__(self, extents, *blocks: np.ndarray):
+        lo, hi = extents[0].box[self.in_axis]
+        out = np.einsum(self.spec, *blocks)
+        return [((slice(None),) * self.out_axis + (slice(lo, hi),), out)]
+
+
+def _grouped_einsum(terms: list[str], rhs: str, xs: list, sizes: dict, c: str) -> Array:
+    """Einsum split into groups along the batch index ``c``: each group runs NumPy's
+    einsum where its slices live. Communication: none when the operands are cut along
+    ``c`` alike; otherwise each operand's group is read once."""
+    spec = ",".join(terms) + "->" + rhs
+    dtype = np.einsum(spec, *[np.ones((1,) * x.ndim, x.dtype) for x in xs]).dtype
+    shape = tuple(sizes[k] for k in rhs)
+    axes = [t.index(c) for t in terms]
+    task = _EinsumGroup(spec, rhs.index(c), axes[0])
+    return Array(JoinUpdate(task, None, [x._expr for x in xs], axes, shape, dtype, name="einsum"))
+
+
 def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = None) -> Any:
     """Einstein summation (see :func:`numpy.einsum`), any number of operands.
 
@@ -256,6 +297,9 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
             x = diagonal(x, 0, i, j)
             t = t[:i] + t[i + 1 : j] + t[j + 1 :] + c
         terms[k], xs[k] = t, x
+    batch = _batch_index(terms, rhs, xs, sizes)
+    if batch is not None and dtype is None:
+        return _grouped_einsum(terms, rhs, xs, sizes, batch)
     if len(xs) == 2 and dtype is None:
         a, b = terms
         shared = [c for c in a if c in b]
