@@ -120,3 +120,68 @@ def test_bad_arguments():
         net.conv2d(net.input("img", (1, 3, 2, 2)), 4, 5)
     with pytest.raises(ValueError, match="does not depend"):
         Net("nop").build(loss=Net("nop").input("z", ()))
+
+
+# ---- torch.fx importer (PyTorch is an optional extra: these skip without it) ------------
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _residual_model(torch):
+    nn = torch.nn
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            h = torch.relu(self.bn(self.conv(x)))
+            h = h + nn.functional.relu(self.conv2(h))
+            return self.fc(torch.flatten(self.pool(h), 1))
+
+    return Residual()
+
+
+def test_torch_mlp_import_matches_parameters_and_trains():
+    torch = _torch()
+    from spartan.dnn.tiling import plan
+    from spartan.dnn.torch_import import from_torch
+
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 4))
+    g = from_torch(model, (32, 8))
+    g.validate()
+    assert g.param_count() == sum(p.numel() for p in model.parameters())
+    assert [o.type for o in g.ops_in(Phase.FORWARD)] == [
+        "matmul", "bias_add", "relu", "matmul", "bias_add", "softmax_xent",
+    ]  # fmt: skip
+    assert len(g.ops_in(Phase.UPDATE)) == 4
+    assert plan(g, 4).total > 0
+
+
+def test_torch_cnn_with_residual_and_batchnorm():
+    torch = _torch()
+    from spartan.dnn.torch_import import from_torch
+
+    model = _residual_model(torch)
+    g = from_torch(model, (4, 3, 8, 8))
+    assert g.param_count() == sum(p.numel() for p in model.parameters())
+    types = {o.type for o in g.ops}
+    assert {"conv2d", "batchnorm", "add", "global_avgpool", "conv2d_grad", "sgd"} <= types
+    assert not from_torch(model, (4, 3, 8, 8), training=False).ops_in(Phase.BACKWARD)
+
+
+def test_torch_unsupported_layer_is_a_clear_error():
+    torch = _torch()
+    from spartan.dnn.torch_import import from_torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Softplus())
+    with pytest.raises(ValueError, match="Softplus"):
+        from_torch(model, (2, 4))
