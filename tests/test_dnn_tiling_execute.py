@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import spartan
+from spartan.backend.local import LocalBackend
 from spartan.dnn.execute_tiling import execute, random_values, region, serial_step
 from spartan.dnn.tiling import BASELINES, REP, plan
 from spartan.dnn.zoo import mlp, small_cnn
@@ -11,9 +11,9 @@ from spartan.dnn.zoo import mlp, small_cnn
 
 @pytest.fixture(scope="module")
 def backend():
-    be = spartan.init(backend="local", num_workers=4)
+    be = LocalBackend(num_workers=4)  # own workers: the global backend is left alone
     yield be
-    spartan.shutdown()
+    be.shutdown()
 
 
 GRAPHS = {
@@ -79,3 +79,14 @@ def test_execute_rejects_too_few_workers(backend):
     g = GRAPHS["mlp"]()
     with pytest.raises(ValueError, match="workers"):
         execute(plan(g, 8), random_values(g), backend)
+
+
+def test_planned_step_on_ray_workers(ray_backend):
+    g = GRAPHS["cnn"]()
+    values = random_values(g, seed=3)
+    ref = serial_step(g, values)
+    p = plan(g, 2)
+    run = execute(p, values, ray_backend)
+    for t in g.params():
+        np.testing.assert_allclose(run.values[t.name], ref[t.name], rtol=1e-5, atol=1e-6)
+    assert run.measured_bytes == run.predicted_bytes == p.total
