@@ -150,3 +150,22 @@ def test_errors(local):
         sp.average(x, weights=np.ones(4))
     with pytest.raises(ValueError):
         sp.quantile(x, 0.5, method="bogus")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_where_masks(local, tiling, axis):
+    a = np.random.default_rng(6).standard_normal((5, 6))
+    w = a > -0.5
+    x = sp.array(a, tiling=tiling)
+    with np.errstate(all="ignore"):
+        for name in ["sum", "prod", "mean", "var", "std"]:
+            close(
+                getattr(sp, name)(x, axis=axis, where=w), getattr(np, name)(a, axis=axis, where=w)
+            )
+        close(sp.max(x, axis=axis, where=w, initial=-9), np.max(a, axis=axis, where=w, initial=-9))
+        close(
+            sp.sum(x, axis=axis, where=[True, False] * 3),
+            np.sum(a, axis=axis, where=[True, False] * 3),
+        )
+    with pytest.raises(ValueError):
+        sp.min(x, where=w)

@@ -72,10 +72,22 @@ def ufunc_reduce(
     initial: Any = np._NoValue,
     where: Any = True,
 ) -> Any:
-    """``ufunc.reduce(a, axis)`` as a fold; ``initial`` is folded in afterwards."""
-    if where is not True:
-        raise TypeError("spartan reductions do not take where=")
+    """``ufunc.reduce(a, axis)`` as a fold; ``initial`` is folded in afterwards.
+
+    ``where=`` masks elements out by replacing them with the ufunc's identity (or
+    ``initial``) in a map fused into the fold."""
     x = _to_array(a)
+    if where is not True:
+        fill = ufunc.identity if initial is np._NoValue else initial
+        if fill is None:
+            raise ValueError(
+                f"reduction operation '{ufunc.__name__}' does not have an identity, so to use "
+                "a where mask one has to specify 'initial'"
+            )
+        from spartan.frontend.manipulation import broadcast_to
+
+        mask = broadcast_to(_to_array(where).astype(bool), x.shape)
+        x = elementwise(np.where, mask, x, np.asarray(fill, x.dtype)[()], name="where_mask")
     axes = normalize_axes(axis, x.ndim)
     if x.size == 0 and ufunc.identity is None and initial is np._NoValue:
         raise ValueError(
@@ -178,6 +190,14 @@ def _count(shape: Sequence[int], axes: Sequence[int]) -> int:
     return n
 
 
+def _masked_count(x: Array, axes: Sequence[int], keepdims: bool, where: Any) -> Array:
+    """How many elements ``where`` selects per reduced slice."""
+    from spartan.frontend.manipulation import broadcast_to
+
+    mask = broadcast_to(_to_array(where).astype(bool), x.shape)
+    return sum(mask, axes, dtype=np.intp, keepdims=keepdims)
+
+
 def mean(
     a: Any,
     axis: Any = None,
@@ -192,7 +212,7 @@ def mean(
     if dtype is None:
         dtype = np.float64 if np.issubdtype(x.dtype, np.integer) or x.dtype == bool else x.dtype
     total = sum(x, axes, dtype=dtype, keepdims=keepdims, where=where)
-    n = _count(x.shape, axes)
+    n = _count(x.shape, axes) if where is True else _masked_count(x, axes, keepdims, where)
     with np.errstate(all="ignore"):
         result = elementwise(np.true_divide, total, n).astype(dtype)
     return _out(result, out)
@@ -214,16 +234,21 @@ def var(
         ddof = correction
     x = _to_array(a)
     axes = normalize_axes(axis, x.ndim)
-    m = globals()["mean"](x, axes, dtype=dtype, keepdims=True) if mean is None else mean
+    m = (
+        globals()["mean"](x, axes, dtype=dtype, keepdims=True, where=where)
+        if mean is None
+        else mean
+    )
     d = x - m
     sq = (d * np.conj(d)).real if np.iscomplexobj(np.empty(0, x.dtype)) else d * d
     rdtype = dtype
     if rdtype is None and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool):
         rdtype = np.float64
-    total = sum(sq, axes, dtype=rdtype, keepdims=keepdims)
-    n = _count(x.shape, axes) - ddof
+    total = sum(sq, axes, dtype=rdtype, keepdims=keepdims, where=where)
+    n = (_count(x.shape, axes) if where is True else _masked_count(x, axes, keepdims, where)) - ddof
     with np.errstate(all="ignore"):
-        return _out(elementwise(np.true_divide, total, builtins.max(n, 0)), out)
+        n = builtins.max(n, 0) if where is True else elementwise(np.maximum, n, 0)
+        return _out(elementwise(np.true_divide, total, n), out)
 
 
 def std(
