@@ -30,22 +30,30 @@ RTOL = 1e-6
 ATOL = 1e-8
 
 
-def with_numpy(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with the global ``np`` of its module bound to NumPy instead of spartan.
+def with_module(fn: Callable[..., Any], module: types.ModuleType) -> Callable[..., Any]:
+    """``fn`` with the global ``np`` of its module bound to ``module`` (NumPy, dask.array...).
 
     Every function of that module is rebound the same way, so helpers the example
-    calls run on NumPy too.
+    calls run on ``module`` too.
 
-    >>> with_numpy(program)(x_numpy, args)               # doctest: +SKIP
+    >>> with_module(kmeans, dask.array)(X_dask, 8, 10)       # doctest: +SKIP
     """
     shared = fn.__globals__
-    twin_globals = dict(shared, np=numpy)
+    twin_globals = dict(shared, np=module)
     for name, value in shared.items():
         if isinstance(value, types.FunctionType) and value.__globals__ is shared:
             twin_globals[name] = types.FunctionType(
                 value.__code__, twin_globals, value.__name__, value.__defaults__, value.__closure__
             )
     return twin_globals[fn.__name__]
+
+
+def with_numpy(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` running on NumPy instead of spartan (see :func:`with_module`).
+
+    >>> with_numpy(program)(x_numpy, args)               # doctest: +SKIP
+    """
+    return with_module(fn, numpy)
 
 
 def to_numpy(result: Any) -> Any:
@@ -107,7 +115,9 @@ def _start(args: argparse.Namespace) -> None:
         import ray
 
         if not ray.is_initialized():
-            ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
+            ray.init(
+                address="local", num_cpus=args.workers, include_dashboard=False, log_to_driver=False
+            )
     spartan.init(backend=args.backend, num_workers=args.workers)
     if args.check:
         spartan.config.tiles_per_worker = 2  # several tiles per worker even on small data

@@ -1,0 +1,754 @@
+"""Side-by-side application benchmarks: spartan vs NumPy vs Dask Array (threaded and
+distributed) vs a hand-written two-actor Ray program (the ceiling), in one process run.
+
+    python bench/apps.py --quick                 # every workload, small sizes (< 2 min)
+    python bench/apps.py --only kmeans logreg    # default sizes (inputs of >= 2 GB)
+    python bench/apps.py --list
+
+For each workload every system runs the same program text (the examples' functions are
+rebound to each array module), alternating systems, after a warm-up, and the median
+of ``--repeats`` runs is reported; each system's result is compared with NumPy's
+before its time counts. Inputs are built once with NumPy and loaded into each system
+before timing (spartan: ``spartan.asarray`` + evaluate; Dask distributed: persisted on
+the workers). Peak memory is the largest growth of the resident memory of this process
+and all its child processes (Ray and Dask workers) during a system's timed runs.
+Spartan's bytes moved between workers are measured by the workers
+(``spartan.stats()``) and set next to the optimizer's prediction for the last
+evaluated graph (``spartan.explain``).
+
+Rows are merged into ``bench/results/apps.md`` (one row per workload, replaced when
+re-measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
+
+import numpy  # noqa: E402
+import psutil  # noqa: E402
+
+log = logging.getLogger("spartan")
+RESULTS = ROOT / "bench" / "results" / "apps.md"
+CORES = os.cpu_count() or 1
+GB = 1e9
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def _fused(xp: Any, a: Any) -> Any:
+    return (xp.sin(a) ** 2 + xp.cos(a) ** 2).sum()
+
+
+def _transpose_add(xp: Any, x: Any) -> Any:
+    return (x + x.T).sum(axis=0)
+
+
+def _gram(xp: Any, x: Any) -> Any:
+    return x.T @ x
+
+
+def _gemv(xp: Any, x: Any, w: Any) -> Any:
+    return x @ w
+
+
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
+    return a @ b
+
+
+def _cumsum0(xp: Any, x: Any) -> Any:
+    return xp.cumsum(x, axis=0)
+
+
+def _cumsum1(xp: Any, x: Any) -> Any:
+    return xp.cumsum(x, axis=1)
+
+
+def _filter(xp: Any, x: Any) -> Any:
+    return x[x > 0.5].sum()
+
+
+def _star_stencil(xp: Any, u: Any) -> Any:
+    """Radius-2 star stencil (13 points), summed so the result is small."""
+    c = u[2:-2, 2:-2]
+    near = u[1:-3, 2:-2] + u[3:-1, 2:-2] + u[2:-2, 1:-3] + u[2:-2, 3:-1]
+    far = u[:-4, 2:-2] + u[4:, 2:-2] + u[2:-2, :-4] + u[2:-2, 4:]
+    return (0.5 * c + 0.1 * near + 0.025 * far).sum(axis=0)
+
+
+def _example(module: str, function: str, *params: Any) -> Callable[..., Any]:
+    """Workload running ``examples/<module>.<function>(*inputs, *params)`` on ``xp``."""
+    import importlib
+
+    from harness import with_module
+
+    fn = getattr(importlib.import_module(module), function)
+
+    def run(xp: Any, *inputs: Any) -> Any:
+        return with_module(fn, xp)(*inputs, *params)
+
+    run.__name__ = f"{module}.{function}"
+    return run
+
+
+def _centers_and_inertia(kmeans: Callable[..., Any]) -> Callable[..., Any]:
+    """k-means results without the labels (near-ties may flip between systems)."""
+
+    def run(xp: Any, x: Any) -> Any:
+        centers, _, inertia = kmeans(xp, x)
+        return centers, inertia
+
+    return run
+
+
+def _logreg_data(rng: numpy.random.Generator, n: int, d: int) -> tuple[numpy.ndarray, ...]:
+    x = rng.standard_normal((n, d))
+    y = (x @ numpy.linspace(-1, 1, d) + 0.5 * rng.standard_normal(n) > 0).astype(numpy.float64)
+    return x, y
+
+
+def _randn(rng: numpy.random.Generator, *shape: int) -> numpy.ndarray:
+    return rng.standard_normal(shape)
+
+
+def _rand(rng: numpy.random.Generator, *shape: int) -> numpy.ndarray:
+    return rng.random(shape)
+
+
+@dataclass
+class Workload:
+    """A program, its inputs at the default and at the ``--quick`` size."""
+
+    name: str
+    program: Callable[..., Any]
+    make: Callable[[numpy.random.Generator, bool], tuple[numpy.ndarray, ...]]
+    sizes: Callable[[bool], str]
+    #: Dask chunk counts along each axis of the first input
+    pieces: tuple[int, ...] = (8,)
+    ceiling: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _spd(rng: numpy.random.Generator, n: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+    b = rng.random((n, n))
+    return (b + b.T) / 2 + n * numpy.eye(n), rng.random(n)
+
+
+def _ratings(rng: numpy.random.Generator, users: int, items: int, rank: int) -> tuple:
+    observed = rng.random((users, items)) < 0.05
+    ratings = numpy.where(observed, rng.random((users, rank)) @ rng.random((items, rank)).T, 0)
+    return ratings, observed.astype(numpy.float64), rng.random((items, rank))
+
+
+KM = {"quick": (400_000, 32, 16), "full": (8_000_000, 32, 16)}
+LR = {"quick": (400_000, 32), "full": (8_000_000, 32)}
+
+
+def _workloads() -> list[Workload]:
+    def q(quick: bool, small: Any, big: Any) -> Any:
+        return small if quick else big
+
+    return [
+        Workload(
+            "fused",
+            _fused,
+            lambda r, qk: (_rand(r, q(qk, 2**23, 2**27)),),
+            lambda qk: f"{q(qk, 2**23, 2**27):,} f64",
+            ceiling="fused",
+        ),
+        Workload(
+            "transpose_add",
+            _transpose_add,
+            lambda r, qk: (_rand(r, q(qk, 2000, 8000), q(qk, 2000, 8000)),),
+            lambda qk: f"{q(qk, 2000, 8000)}^2",
+            pieces=(4, 4),
+        ),
+        Workload(
+            "gram",
+            _gram,
+            lambda r, qk: (_randn(r, q(qk, 10**6, 8 * 10**6), 32),),
+            lambda qk: f"{q(qk, 10**6, 8 * 10**6):,}x32",
+        ),
+        Workload(
+            "gemv",
+            _gemv,
+            lambda r, qk: (_randn(r, q(qk, 10**6, 8 * 10**6), 32), _randn(r, 32)),
+            lambda qk: f"{q(qk, 10**6, 8 * 10**6):,}x32",
+        ),
+        Workload(
+            "matmul",
+            _matmul,
+            lambda r, qk: (_rand(r, q(qk, 1024, 4096), q(qk, 1024, 4096)),) * 2,
+            lambda qk: f"{q(qk, 1024, 4096)}^2",
+            pieces=(2, 2),
+        ),
+        Workload(
+            "cumsum0",
+            _cumsum0,
+            lambda r, qk: (_rand(r, q(qk, 2000, 6000), q(qk, 2000, 6000)),),
+            lambda qk: f"{q(qk, 2000, 6000)}^2",
+            pieces=(4, 4),
+        ),
+        Workload(
+            "cumsum1",
+            _cumsum1,
+            lambda r, qk: (_rand(r, q(qk, 2000, 6000), q(qk, 2000, 6000)),),
+            lambda qk: f"{q(qk, 2000, 6000)}^2",
+            pieces=(4, 4),
+        ),
+        Workload(
+            "filter",
+            _filter,
+            lambda r, qk: (_rand(r, q(qk, 2**23, 2**25)),),
+            lambda qk: f"{q(qk, 2**23, 2**25):,} f64",
+        ),
+        Workload(
+            "kmeans",
+            _centers_and_inertia(_example("kmeans", "kmeans", KM["full"][2], 10)),
+            lambda r, qk: (_rand(r, *KM["quick" if qk else "full"][:2]),),
+            lambda qk: "{:,}x{} k={} 10 it".format(*KM["quick" if qk else "full"]),
+            ceiling="kmeans",
+        ),
+        Workload(
+            "logreg",
+            _example("logistic_regression", "logistic_regression", 10, 1.0),
+            lambda r, qk: _logreg_data(r, *LR["quick" if qk else "full"]),
+            lambda qk: "{:,}x{} 10 it".format(*LR["quick" if qk else "full"]),
+            ceiling="logreg",
+        ),
+        Workload(
+            "als",
+            _example("als", "program"),
+            lambda r, qk: _ratings(r, q(qk, 2000, 20000), q(qk, 500, 2000), 10),
+            lambda qk: f"{q(qk, 2000, 20000)}x{q(qk, 500, 2000)} rank 10",
+        ),
+        Workload(
+            "ssvd",
+            _example("ssvd", "ssvd", 10, 2),
+            lambda r, qk: (_randn(r, q(qk, 20000, 200000), 500), _randn(r, 500, 20)),
+            lambda qk: f"{q(qk, 20000, 200000):,}x500 k=10",
+        ),
+        Workload(
+            "pca",
+            _example("pca", "pca", 5),
+            lambda r, qk: (_randn(r, q(qk, 200000, 2 * 10**6), 50),),
+            lambda qk: f"{q(qk, 200000, 2 * 10**6):,}x50 k=5",
+        ),
+        Workload(
+            "cg",
+            _example("conjugate_gradient", "conjugate_gradient", 20),
+            lambda r, qk: _spd(r, q(qk, 2000, 8000)),
+            lambda qk: f"n={q(qk, 2000, 8000)} 20 it",
+            pieces=(4, 4),
+        ),
+        Workload(
+            "cholesky",
+            _example("cholesky", "cholesky_solve"),
+            lambda r, qk: _spd(r, q(qk, 1000, 4000)),
+            lambda qk: f"n={q(qk, 1000, 4000)}",
+            pieces=(2, 2),
+        ),
+        Workload(
+            "stencil",
+            _star_stencil,
+            lambda r, qk: (_rand(r, q(qk, 2000, 8000), q(qk, 2000, 8000)).astype(numpy.float32),),
+            lambda qk: f"{q(qk, 2000, 8000)}^2 f32",
+            pieces=(4, 4),
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- the ceiling
+
+
+class HalfOfTheData:
+    """A Ray actor holding a contiguous share of the rows: the hand-written ceiling."""
+
+    def __init__(self, *parts: numpy.ndarray) -> None:
+        self.parts = parts
+
+    def fused(self) -> float:
+        (a,) = self.parts
+        return float((numpy.sin(a) ** 2 + numpy.cos(a) ** 2).sum())
+
+    def logreg_grad(self, w: numpy.ndarray) -> numpy.ndarray:
+        x, y = self.parts
+        p = 1.0 / (1.0 + numpy.exp(-(x @ w)))
+        return x.T @ (p - y)
+
+    def kmeans_step(self, centers: numpy.ndarray) -> tuple[numpy.ndarray, ...]:
+        (x,) = self.parts
+        dist = (centers * centers).sum(axis=1) - 2 * (x @ centers.T)
+        labels = dist.argmin(axis=1)
+        onehot = (labels[:, None] == numpy.arange(len(centers))).astype(x.dtype)
+        inertia = (dist.min(axis=1) + (x * x).sum(axis=1)).sum()
+        return onehot.T @ x, onehot.sum(axis=0), inertia
+
+
+class Ceiling:
+    """``CORES`` actors, each given its share of the inputs once, driven by plain calls."""
+
+    def __init__(self, kind: str, inputs: tuple[numpy.ndarray, ...]) -> None:
+        import ray
+
+        self.kind = kind
+        self.n = inputs[0].shape[0]
+        actor = ray.remote(HalfOfTheData).options(num_cpus=0)
+        bounds = numpy.linspace(0, self.n, CORES + 1).astype(int)
+        self.actors = [
+            actor.remote(*[ray.put(numpy.ascontiguousarray(a[lo:hi])) for a in inputs])
+            for lo, hi in zip(bounds[:-1], bounds[1:])
+        ]
+        self.first_rows = inputs[0][: KM["full"][2]].copy()
+
+    def run(self) -> Any:
+        import ray
+
+        if self.kind == "fused":
+            return sum(ray.get([a.fused.remote() for a in self.actors]))
+        if self.kind == "logreg":
+            w = numpy.zeros(self.first_rows.shape[1])
+            for _ in range(10):
+                w = w - sum(ray.get([a.logreg_grad.remote(w) for a in self.actors])) / self.n
+            return w
+        centers = self.first_rows
+        for _ in range(10):
+            parts = ray.get([a.kmeans_step.remote(centers) for a in self.actors])
+            sums, counts, inertia = (sum(p[i] for p in parts) for i in range(3))
+            centers = numpy.where(
+                counts[:, None] > 0, sums / numpy.maximum(counts, 1)[:, None], centers
+            )
+        return centers, inertia
+
+    def close(self) -> None:
+        import ray
+
+        for a in self.actors:
+            ray.kill(a)
+
+
+# ---------------------------------------------------------------- systems
+
+
+class System:
+    """Loads inputs once, then runs a workload program and returns NumPy results."""
+
+    name = ""
+
+    def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
+        self.w, self.inputs = w, inputs
+
+    def run(self) -> Any:
+        return self.w.program(numpy, *self.inputs)
+
+    def unload(self) -> None:
+        self.inputs = ()
+
+    def close(self) -> None:
+        self.unload()
+
+    def bytes(self) -> tuple[str, str]:
+        return "-", "-"
+
+
+class NumPySystem(System):
+    name = "numpy"
+
+
+class SpartanSystem(System):
+    name = "spartan"
+
+    def __init__(self, workers: int) -> None:
+        import spartan
+
+        spartan.init(backend="ray", num_workers=workers)
+        self.sp = spartan
+        self.last: list[Any] = []
+
+    def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
+        self.w = w
+        self.inputs = tuple(self.sp.asarray(a) for a in inputs)
+        self.sp.evaluate(*self.inputs)
+
+    def run(self) -> Any:
+        self.sp.reset_stats()
+        result = self.w.program(self.sp, *self.inputs)
+        arrays = [r for r in _leaves(result) if isinstance(r, self.sp.Array)]
+        self.sp.evaluate(*arrays)
+        self.last = arrays
+        return _to_numpy(result)
+
+    def bytes(self) -> tuple[str, str]:
+        measured = self.sp.stats()["bytes_moved"]
+        plans = {}
+        for a in self.last:
+            try:
+                planned = self.sp.explain(a).planned
+            except (ValueError, RuntimeError):
+                continue
+            plans[id(planned)] = planned.plan.total
+        predicted = _mb(sum(plans.values())) if plans else "-"
+        return _mb(measured), predicted
+
+    def unload(self) -> None:
+        self.inputs, self.last = (), []
+        gc.collect()  # frees the tiles on the workers while they still run
+
+    def close(self) -> None:
+        self.unload()
+        self.sp.shutdown()
+
+
+class DaskSystem(System):
+    def __init__(self, distributed: bool) -> None:
+        import dask
+        import dask.array
+
+        self.da = dask.array
+        self.client = None
+        if distributed:
+            from dask.distributed import Client, LocalCluster
+
+            cluster = LocalCluster(
+                n_workers=CORES, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            self.client = Client(cluster)
+            self.name = "dask-dist"
+        else:
+            dask.config.set(scheduler="threads", num_workers=CORES)
+            self.name = "dask"
+
+    def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
+        self.w = w
+        arrays = []
+        for i, a in enumerate(inputs):
+            pieces = w.pieces if i == 0 or a.shape == inputs[0].shape else (1,)
+            chunks = tuple(-(-s // p) for s, p in zip(a.shape, pieces + (1,) * a.ndim))
+            arrays.append(self.da.from_array(a, chunks=chunks))
+        if self.client is not None:
+            arrays = self.client.persist(arrays)
+            self.client.wait_for_workers(CORES)
+            from dask.distributed import wait
+
+            wait(arrays)
+        self.inputs = tuple(arrays)
+
+    def run(self) -> Any:
+        import dask
+
+        result = self.w.program(self.da, *self.inputs)
+        if self.client is not None:
+            return _to_numpy(self.client.compute(result, sync=True))
+        return _to_numpy(dask.compute(result)[0])
+
+    def close(self) -> None:
+        self.unload()
+        if self.client is not None:
+            self.client.cluster.close()
+            self.client.close()
+
+
+class CeilingSystem(System):
+    name = "ceiling"
+
+    def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
+        self.w = w
+        self.ceiling = Ceiling(w.ceiling, inputs) if w.ceiling else None
+
+    def run(self) -> Any:
+        return self.ceiling.run()
+
+    def unload(self) -> None:
+        if self.ceiling is not None:
+            self.ceiling.close()
+        self.ceiling = None
+
+
+def _leaves(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        return [x for v in result for x in _leaves(v)]
+    return [result]
+
+
+def _to_numpy(result: Any) -> Any:
+    if isinstance(result, (tuple, list)):
+        return tuple(_to_numpy(v) for v in result)
+    return numpy.asarray(result)
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+# ---------------------------------------------------------------- measuring
+
+
+class PeakMemory:
+    """Largest growth of resident memory of this process tree while active."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.me = psutil.Process()
+
+    def _rss(self) -> int:
+        total = 0
+        for p in [self.me, *self.me.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                continue
+        return total
+
+    def __enter__(self) -> PeakMemory:
+        self.base = self.peak = self._rss()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.peak = max(self.peak, self._rss())
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.base
+
+
+@dataclass
+class Row:
+    workload: str
+    sizes: str
+    seconds: dict[str, float | None]
+    peak: dict[str, int]
+    measured: str = "-"
+    predicted: str = "-"
+    notes: list[str] = field(default_factory=list)
+
+
+def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Row:
+    """Median seconds of each system on ``w`` (alternating), after a checked warm-up."""
+    from harness import mismatches
+
+    rng = numpy.random.default_rng(0)
+    inputs = w.make(rng, quick)
+    want = _to_numpy(w.program(numpy, *inputs))
+    row = Row(w.name, w.sizes(quick), {}, {})
+    active = []
+    for s in systems:
+        if s.name == "ceiling" and not w.ceiling:
+            continue
+        try:
+            s.load(w, inputs)
+            problems = mismatches(s.run(), want)  # the warm-up run
+        except Exception as e:  # noqa: BLE001  (a peer lacking a function must not stop the rest)
+            log.warning("%s on %s failed: %s", s.name, w.name, e)
+            row.notes.append(f"{s.name}: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+            s.unload()
+            continue
+        if problems:
+            row.notes.append(f"{s.name} differs from NumPy: {problems[0]}")
+            s.unload()
+            continue
+        active.append(s)
+    times: dict[str, list[float]] = {s.name: [] for s in active}
+    peaks: dict[str, int] = {s.name: 0 for s in active}
+    for rep in range(repeats):
+        for s in active:
+            with PeakMemory() as mem:
+                t0 = time.perf_counter()
+                s.run()
+                times[s.name].append(time.perf_counter() - t0)
+            peaks[s.name] = max(peaks[s.name], mem.growth)
+            if s.name == "spartan":
+                row.measured, row.predicted = s.bytes()
+        log.info("%s: repeat %d/%d done", w.name, rep + 1, repeats)
+    for s in active:
+        s.unload()
+    row.seconds = {s.name: statistics.median(times[s.name]) for s in active}
+    row.peak = peaks
+    del inputs
+    gc.collect()
+    return row
+
+
+# ---------------------------------------------------------------- reporting
+
+PEERS = ["numpy", "dask", "dask-dist", "ceiling"]
+COLUMNS = (
+    ["workload", "sizes", "spartan s"]
+    + [f"{p} s" for p in PEERS]
+    + [f"{p}/spartan" for p in PEERS]
+    + ["best peer/spartan", "peak MB spartan/numpy/dask/dask-dist", "bytes moved", "predicted"]
+    + ["notes"]
+)
+PEER_NOTES = """\
+Peers tried from the package registry (2026-11-23, Python 3.11):
+- NumPy {numpy}, Dask Array {dask} (threaded scheduler, {cores} threads) and Dask distributed
+  {distributed} (LocalCluster, {cores} single-threaded worker processes): installed, measured.
+- Hand-written ceiling: {cores} Ray actors each holding a share of the rows (fused, logreg, k-means).
+- Dask on Ray (`ray.util.dask`): not measured; importing it needs pandas, which is not in the
+  project's environment.
+- NumS: not installable; every release but 0.0.1 requires Python < 3.10 (this is 3.11), and 0.0.1
+  is an empty placeholder.
+- Ramba 0.1.post157: not installed; it pins numpy==1.22.4 (no Python 3.11 wheel, and a downgrade
+  of the NumPy 2 that spartan needs).
+- Heat 1.8.0: not installed; it pulls torch 2.11 with the CUDA 13 wheels (several GB) and mpi4py,
+  which needs an MPI library; too heavy for this 2-core machine.
+"""
+
+
+def _ratio(row: Row, peer: str) -> str:
+    s, p = row.seconds.get("spartan"), row.seconds.get(peer)
+    return f"{p / s:.2f}x" if s and p else "-"
+
+
+def _cells(row: Row) -> list[str]:
+    secs = [f"{row.seconds[n]:.3f}" if n in row.seconds else "-" for n in ["spartan", *PEERS]]
+    ratios = [_ratio(row, p) for p in PEERS]
+    best = min((row.seconds[p] for p in PEERS[:3] if p in row.seconds), default=None)
+    best_ratio = (
+        f"{best / row.seconds['spartan']:.2f}x" if best and "spartan" in row.seconds else "-"
+    )
+    peaks = "/".join(
+        f"{row.peak[n] / 1e6:.0f}" if n in row.peak else "-"
+        for n in ["spartan", "numpy", "dask", "dask-dist"]
+    )
+    return [row.workload, row.sizes, *secs, *ratios, best_ratio, peaks, row.measured,
+            row.predicted, "; ".join(row.notes) or ""]  # fmt: skip
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _saved_rows(quick: bool) -> dict[str, list[str]]:
+    """Rows of the same size class already in the results file, by workload."""
+    if not RESULTS.exists():
+        return {}
+    section, rows = None, {}
+    for text in RESULTS.read_text().splitlines():
+        if text.startswith("## "):
+            section = text
+        elif (
+            section == _section(quick)
+            and text.startswith("| ")
+            and not text.startswith("| workload")
+        ):
+            cells = [c.strip() for c in text.strip("|").split("|")]
+            if len(cells) == len(COLUMNS) and not set(cells[0]) <= {"-"}:
+                rows[cells[0]] = cells
+    return rows
+
+
+def _section(quick: bool) -> str:
+    return "## --quick sizes" if quick else "## default sizes"
+
+
+def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
+    import dask
+    import distributed
+
+    sections = {q: _saved_rows(q) for q in (True, False)}
+    for r in rows:
+        sections[quick][r.workload] = _cells(r)
+    when = subprocess.run(["date", "-u"], capture_output=True, text=True).stdout.strip()
+    mem = psutil.virtual_memory().total / 2**30
+    out = [
+        "# Applications side by side: spartan vs NumPy vs Dask vs the hand-written ceiling",
+        "",
+        f"Last run: {when}; machine: {CORES}-core {platform.machine()}, {mem:.0f} GB;",
+        f"command: `python bench/apps.py {' '.join(argv)}`. Rows measured by earlier runs stay.",
+        "Seconds are medians of the repeats after a warm-up; `X/spartan` > 1 means spartan is",
+        "faster; peak MB is the growth of resident memory of the process tree (driver and",
+        "workers); bytes moved are measured between spartan workers, `predicted` is the",
+        "optimizer's total for the last evaluated plan (`spartan.explain`).",
+        "",
+        PEER_NOTES.format(
+            numpy=numpy.__version__, dask=dask.__version__,
+            distributed=distributed.__version__, cores=CORES,
+        ),
+    ]  # fmt: skip
+    for q in (False, True):
+        if sections[q]:
+            out += [_section(q), "", table(list(sections[q].values())), ""]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    workloads = _workloads()
+    names = [w.name for w in workloads]
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes for all)")
+    p.add_argument("--only", nargs="+", choices=names, metavar="WORKLOAD", help=" ".join(names))
+    p.add_argument("--skip", nargs="+", default=[], choices=["dask", "dask-dist", "ceiling"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--workers", type=int, default=CORES, help="spartan workers")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--no-save", action="store_true", help=f"do not update {RESULTS.name}")
+    args = p.parse_args(argv)
+    if args.list:
+        for w in workloads:
+            print(f"{w.name:15s} default {w.sizes(False):28s} quick {w.sizes(True)}")
+        return 0
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    log.setLevel(logging.INFO)
+    os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
+    import ray
+
+    ray.init(address="local", num_cpus=CORES, include_dashboard=False, log_to_driver=False)
+    systems: list[System] = [SpartanSystem(args.workers), NumPySystem()]
+    if "dask" not in args.skip:
+        systems.append(DaskSystem(distributed=False))
+    if "dask-dist" not in args.skip:
+        systems.append(DaskSystem(distributed=True))
+    if "ceiling" not in args.skip:
+        systems.append(CeilingSystem())
+    rows = []
+    try:
+        for w in workloads:
+            if args.only and w.name not in args.only:
+                continue
+            log.info("workload %s (%s)", w.name, w.sizes(args.quick))
+            rows.append(measure(w, systems, args.repeats, args.quick))
+            print(table([_cells(rows[-1])]).splitlines()[-1], flush=True)
+    finally:
+        for s in systems:
+            s.close()
+        ray.shutdown()
+    print()
+    print(table([_cells(r) for r in rows]))
+    if not args.no_save:
+        save(rows, args.quick, sys.argv[1:] if argv is None else list(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
