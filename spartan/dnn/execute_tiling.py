@@ -98,20 +98,22 @@ def _bias_shape(op: Op, x: np.ndarray, b: np.ndarray) -> np.ndarray:
     return b.reshape(view)
 
 
-def _xent(logits: np.ndarray, labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _xent(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log-softmax of the logits and the one-hot labels."""
     z = logits - logits.max(axis=1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     return logp, np.eye(logits.shape[1], dtype=logits.dtype)[labels]
 
 
-def _loss(op: Op, logits: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
-    logp, onehot = _xent(logits, labels, n)
+def _loss(logits: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
+    """Summed cross-entropy of these rows over the full batch ``n`` (a partial mean)."""
+    logp, onehot = _xent(logits, labels)
     return np.asarray(-(logp * onehot).sum() / n, dtype=logits.dtype)
 
 
-def _loss_grad(op: Op, *args: np.ndarray, n: int) -> np.ndarray:
-    *scale, logits, labels = args
-    logp, onehot = _xent(logits, labels, n)
+def _loss_grad(*args: np.ndarray, n: int) -> np.ndarray:
+    *scale, logits, labels = args  # ([dloss], logits, labels)
+    logp, onehot = _xent(logits, labels)
     g = (np.exp(logp) - onehot) / n
     return (g * scale[0] if scale else g).astype(logits.dtype)
 
@@ -149,8 +151,8 @@ KERNELS: dict[str, Kernel] = {
     "maxpool_grad": lambda op, dy, x, y, **_: _maxpool_grad(op, dy, x, y),
     "reshape": lambda op, x, out_shape, **_: x.reshape(out_shape),
     "reshape_grad": lambda op, dy, out_shape, **_: dy.reshape(out_shape),
-    "softmax_xent": lambda op, logits, labels, n, **_: _loss(op, logits, labels, n),
-    "softmax_xent_grad": lambda op, *a, n, **_: _loss_grad(op, *a, n=n),
+    "softmax_xent": lambda op, logits, labels, n, **_: _loss(logits, labels, n),
+    "softmax_xent_grad": lambda op, *a, n, **_: _loss_grad(*a, n=n),
     "sgd": lambda op, w, dw, **_: w - op.attrs["lr"] * dw,
 }
 

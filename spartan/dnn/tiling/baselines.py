@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 
 from spartan.dnn.graph import Graph, Phase, Tensor, TensorKind
 from spartan.dnn.tiling.forms import REP, graph_shapes, splittable
-from spartan.dnn.tiling.kcut import _fixed_for, batch_inputs
+from spartan.dnn.tiling.kcut import batch_inputs, pins_for
 from spartan.dnn.tiling.onecut import one_cut
 from spartan.dnn.tiling.plan import Plan, evaluate, halve
 
@@ -134,7 +134,7 @@ def megatron(
     shapes = graph_shapes(graph)
     cuts = []
     for _ in range(k):
-        res = one_cut(graph, shapes, _fixed_for(pins, shapes), unit)
+        res = one_cut(graph, shapes, pins_for(pins, shapes), unit)
         cuts.append(res.tiling)
         shapes = halve(shapes, res.tiling)
     return evaluate(graph, cuts, unit, name="megatron")

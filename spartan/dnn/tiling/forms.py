@@ -35,12 +35,12 @@ Shapes = Mapping[str, tuple[int, ...]]
 
 
 def tiling_name(t: int) -> str:
-    """``"P0"``, ``"P1"``, ... ``"r"`` or ``"red"``; for matrices ``"R"``/``"C"`` read better,
-    so :func:`matrix_name` exists too."""
+    """``"P0"``, ``"P1"``, ... ``"r"`` or ``"red"``."""
     return "r" if t == REP else "red" if t == RED else f"P{t}"
 
 
 def matrix_name(t: int) -> str:
+    """The paper's names for matrices: ``"R"`` (rows), ``"C"`` (columns), ``"r"``, ``"red"``."""
     return {0: "R", 1: "C", REP: "r", RED: "red"}.get(t, tiling_name(t))
 
 

@@ -35,7 +35,7 @@ def batch_inputs(graph: Graph) -> dict[str, int]:
     }
 
 
-def _fixed_for(fixed: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+def pins_for(fixed: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
     """Pins for one cut; a pinned split the tile can no longer take becomes replication."""
     return {t: a if a == REP or splittable(shapes[t], a) else REP for t, a in fixed.items()}
 
@@ -58,7 +58,7 @@ def k_cuts(
     shapes = graph_shapes(graph)
     cuts, exact, tables = [], True, []
     for _ in range(k):
-        res = one_cut(graph, shapes, _fixed_for(fixed, shapes), unit, order=order)
+        res = one_cut(graph, shapes, pins_for(fixed, shapes), unit, order=order)
         cuts.append(res.tiling)
         exact &= res.exact
         tables.append(res.max_table)
@@ -89,7 +89,7 @@ def k_cuts_exhaustive(
         if depth == 0:
             return 0.0, ()
         shapes = dict(zip(names, key))
-        prob = build_problem(graph, shapes, _fixed_for(fixed, shapes), unit)
+        prob = build_problem(graph, shapes, pins_for(fixed, shapes), unit)
         doms = [prob.domains[t] for t in names]
         size = int(np.prod([len(d) for d in doms], dtype=np.float64))
         if size > limit:
