@@ -200,3 +200,27 @@ def test_tensor_solvers_and_permuted(local):
     np.testing.assert_array_equal(np.sort(p, axis=1), np.arange(12).reshape(3, 4))
     q = sp.random.default_rng(0).permuted(sp.arange(10)).to_numpy()
     np.testing.assert_array_equal(np.sort(q), np.arange(10))
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("gamma", (2.0, 3.0)),
+        ("beta", (2.0, 5.0)),
+        ("chisquare", (3.0,)),
+        ("f", (5.0, 7.0)),
+        ("standard_t", (4.0,)),
+        ("wald", (1.0, 2.0)),
+        ("poisson", (4.0,)),
+        ("binomial", (10, 0.3)),
+        ("negative_binomial", (3, 0.4)),
+        ("hypergeometric", (10, 5, 6)),
+        ("noncentral_chisquare", (3.0, 2.0)),
+    ],
+)
+def test_scipy_quantile_distributions(local, name, args):
+    got = getattr(sp.random.default_rng(2), name)(*args, size=3000).to_numpy()
+    ref = getattr(np.random.default_rng(2), name)(*args, size=3000)
+    assert got.dtype == ref.dtype
+    q = [0.25, 0.5, 0.75]
+    np.testing.assert_allclose(np.quantile(got, q), np.quantile(ref, q), rtol=0.15, atol=0.2)

@@ -105,6 +105,16 @@ _QUANTILES = {
 }
 
 
+def _scipy_quantile(key: int, shape, dist: str, params: tuple, box: Box, dtype) -> np.ndarray:
+    """A distribution by SciPy's inverse CDF (``ppf``) at a uniform in (0, 1)."""
+    import scipy.stats
+
+    u = _to_unit(_uniform_bits(key, shape, box)) + 0.5 / (1 << 53)
+    with np.errstate(all="ignore"):
+        out = getattr(scipy.stats, dist).ppf(u, *params)
+    return np.asarray(out).astype(dtype)
+
+
 def _size(size: Any) -> tuple[int, ...]:
     return () if size is None else normalize_shape(size)
 
@@ -216,6 +226,68 @@ class Generator:
         if not 0 < p <= 1:
             raise ValueError("p <= 0, p > 1 or p contains NaNs")
         return self._quantile("geometric", (p,), size, np.int64)
+
+    def _scipy(self, dist: str, params: tuple, size: Any, dtype: Any = np.float64) -> Array:
+        shape = _size(size)
+        init = functools.partial(_scipy_quantile, self._stream(), shape, dist, params)
+        return newarray(shape, init, dtype, None, dist)
+
+    def standard_gamma(self, shape: float, size: Any = None) -> Array:
+        return self._scipy("gamma", (_nonneg(shape, "shape"),), size)
+
+    def gamma(self, shape: float, scale: float = 1.0, size: Any = None) -> Array:
+        return self._scipy("gamma", (_nonneg(shape, "shape"), 0.0, _nonneg(scale, "scale")), size)
+
+    def beta(self, a: float, b: float, size: Any = None) -> Array:
+        return self._scipy("beta", (_positive(a, "a"), _positive(b, "b")), size)
+
+    def chisquare(self, df: float, size: Any = None) -> Array:
+        return self._scipy("chi2", (_positive(df, "df"),), size)
+
+    def noncentral_chisquare(self, df: float, nonc: float, size: Any = None) -> Array:
+        return self._scipy("ncx2", (_positive(df, "df"), _nonneg(nonc, "nonc")), size)
+
+    def f(self, dfnum: float, dfden: float, size: Any = None) -> Array:
+        return self._scipy("f", (_positive(dfnum, "dfnum"), _positive(dfden, "dfden")), size)
+
+    def noncentral_f(self, dfnum: float, dfden: float, nonc: float, size: Any = None) -> Array:
+        params = (_positive(dfnum, "dfnum"), _positive(dfden, "dfden"), _nonneg(nonc, "nonc"))
+        return self._scipy("ncf", params, size)
+
+    def standard_t(self, df: float, size: Any = None) -> Array:
+        return self._scipy("t", (_positive(df, "df"),), size)
+
+    def wald(self, mean: float, scale: float, size: Any = None) -> Array:
+        m, sc = _positive(mean, "mean"), _positive(scale, "scale")
+        return self._scipy("invgauss", (m / sc, 0.0, sc), size)
+
+    def poisson(self, lam: float = 1.0, size: Any = None) -> Array:
+        return self._scipy("poisson", (_nonneg(lam, "lam"),), size, np.int64)
+
+    def binomial(self, n: int, p: float, size: Any = None) -> Array:
+        if not 0 <= p <= 1:
+            raise ValueError("p < 0, p > 1 or p is NaN")
+        return self._scipy("binom", (_nonneg(n, "n"), p), size, np.int64)
+
+    def negative_binomial(self, n: float, p: float, size: Any = None) -> Array:
+        if not 0 < p <= 1:
+            raise ValueError("p < 0, p > 1 or p is NaN")
+        return self._scipy("nbinom", (_positive(n, "n"), p), size, np.int64)
+
+    def hypergeometric(self, ngood: int, nbad: int, nsample: int, size: Any = None) -> Array:
+        if nsample > ngood + nbad:
+            raise ValueError("ngood + nbad < nsample")
+        params = (
+            _nonneg(ngood, "ngood") + _nonneg(nbad, "nbad"),
+            ngood,
+            _nonneg(nsample, "nsample"),
+        )
+        return self._scipy("hypergeom", params, size, np.int64)
+
+    def logseries(self, p: float, size: Any = None) -> Array:
+        if not 0 <= p < 1:
+            raise ValueError("p < 0, p >= 1 or p is NaN")
+        return self._scipy("logser", (p,), size, np.int64)
 
     def integers(
         self,
@@ -450,3 +522,17 @@ power = _module_function("power")
 standard_cauchy = _module_function("standard_cauchy")
 triangular = _module_function("triangular")
 geometric = _module_function("geometric")
+standard_gamma = _module_function("standard_gamma")
+gamma = _module_function("gamma")
+beta = _module_function("beta")
+chisquare = _module_function("chisquare")
+noncentral_chisquare = _module_function("noncentral_chisquare")
+f = _module_function("f")
+noncentral_f = _module_function("noncentral_f")
+standard_t = _module_function("standard_t")
+wald = _module_function("wald")
+poisson = _module_function("poisson")
+binomial = _module_function("binomial")
+negative_binomial = _module_function("negative_binomial")
+hypergeometric = _module_function("hypergeometric")
+logseries = _module_function("logseries")
