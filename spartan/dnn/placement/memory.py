@@ -26,6 +26,7 @@ when no device overflows or no node can move.
 
 from __future__ import annotations
 
+import heapq
 import logging
 
 import numpy as np
@@ -84,14 +85,17 @@ def memory_potential(
         t0[live].tolist(),
         t1[live].tolist(),
     )
+    dev = np.asarray(assign).tolist()
+    end = out.end.tolist()
+    anchor = tg.anchor.tolist()  # -1 except for reference nodes
     for p, b, kd, lo, hi in rows:
-        if kd == 0 or (kd == 1 and t < out.end[p]):
+        if kd == 0 or (kd == 1 and t < end[p]):
             holder = p
         else:
-            local = [c for c in tg.succs[p] if assign[c] == d]
-            holder = max(local, key=lambda c: (out.end[c], c)) if local else p
-        if tg.kind[holder] == NodeKind.REFERENCE:
-            holder = int(tg.anchor[holder])
+            local = [c for c in tg.succs[p] if dev[c] == d]
+            holder = max(local, key=lambda c: (end[c], c)) if local else p
+        if anchor[holder] >= 0:
+            holder = anchor[holder]
         if kd == 0:
             hi = float("inf")
         old = pot.get(holder)
@@ -153,19 +157,26 @@ def repair_memory(
 
             cost = {x: _move_cost(tg, group[x], a, d, comp, edge_comm) for x in group}
             by_ratio = sorted(group, key=lambda x: (cost[x] / pot[x], x))
-            by_cost = sorted(group, key=lambda x: (cost[x], x))
+            # The thesis's second heap: nodes whose M_pot alone covers what is left, by cost;
+            # it only grows as the overflow left shrinks (fed from a by-M_pot ordering).
+            by_pot = sorted(group, key=lambda x: (-pot[x], x))
+            covering: list[tuple[float, int]] = []
             taken: set[int] = set()
             remaining = float(over[d])
-            ri = 0
+            ri = pi = 0
             while remaining > 0:
                 while ri < len(by_ratio) and by_ratio[ri] in taken:
                     ri += 1
                 if ri == len(by_ratio):
                     break
                 x = by_ratio[ri]
-                big = next((y for y in by_cost if y not in taken and pot[y] >= remaining), None)
-                if big is not None and cost[big] < cost[x]:
-                    x = big
+                while pi < len(by_pot) and pot[by_pot[pi]] >= remaining:
+                    heapq.heappush(covering, (cost[by_pot[pi]], by_pot[pi]))
+                    pi += 1
+                while covering and covering[0][1] in taken:
+                    heapq.heappop(covering)
+                if covering and covering[0][0] < cost[x]:
+                    x = covering[0][1]
                 taken.add(x)
                 _, lo, hi = charged[x]
                 room = [limit - added[t] - timeline.max_level(t, lo, hi) for t in range(k)]
