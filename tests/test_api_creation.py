@@ -66,6 +66,7 @@ def test_bad_input(local):
     with pytest.raises(ValueError):
         sp.diag(sp.zeros((2, 2, 2)))
     with pytest.raises(ValueError):
-        sp.tril(sp.arange(3))
+        sp.tril(sp.array(1.0))
+    np.testing.assert_array_equal(sp.tril(sp.arange(3)).to_numpy(), np.tril(np.arange(3)))
     with pytest.raises(ValueError):
         sp.meshgrid(np.arange(2), indexing="yx")

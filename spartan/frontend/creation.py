@@ -243,9 +243,10 @@ def _tri_mask(a: Any, k: int, lower: bool) -> Array:
     from spartan.frontend.manipulation import where
 
     x = asarray(a)
-    if x.ndim < 2:
-        raise ValueError("input array must be at least 2-d")
-    n, m = x.shape[-2:]
+    if x.ndim == 0:
+        raise ValueError("input array must be at least 1-d")
+    # like NumPy, a 1-d input is broadcast against the (n, n) mask
+    n, m = x.shape[-2:] if x.ndim >= 2 else (x.shape[0], x.shape[0])
     keep = tri(n, m, k if lower else k - 1, dtype=bool)
     if not lower:
         keep = ~keep
