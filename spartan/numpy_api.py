@@ -11,6 +11,7 @@ import numpy as _np
 from spartan import linalg
 from spartan.frontend import random
 from spartan.frontend.alongaxis import apply_along_axis, apply_over_axes
+from spartan.frontend.array_api import array_namespace_info, from_dlpack
 from spartan.frontend.calculus import gradient, trapezoid
 from spartan.frontend.convolution import convolve, correlate
 from spartan.frontend.creation import (

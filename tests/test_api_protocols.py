@@ -75,3 +75,13 @@ def test_coverage_table():
         "| `sort` | implemented |" in text
         and "| `exp` | implemented (element-wise ufunc) |" in text
     )
+
+
+def test_array_namespace_info_and_dlpack(local):
+    info = sp.array_namespace_info()
+    assert info.default_dtypes()["real floating"] == np.float64
+    assert set(info.dtypes(kind="real floating")) == {"float32", "float64"}
+    assert info.capabilities()["boolean indexing"]
+    assert info.devices() == [info.default_device()]
+    x = sp.from_dlpack(np.arange(4.0))
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(4.0))
