@@ -15,7 +15,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "ruff"],
-        "bench": ["dask[array,distributed]>=2024.1", "psutil", "matplotlib"],
+        "bench": ["dask[array,distributed]>=2024.1", "psutil", "matplotlib", "tqdm"],
         "gpu": ["cupy-cuda12x>=13"],  # CUDA 12.x drivers
         "gpu-cuda13": ["cupy-cuda13x>=13"],  # CUDA 13.x drivers
         "torch": ["torch"],

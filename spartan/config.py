@@ -22,6 +22,8 @@ class Config:
     max_graph_size: int = 2000
     #: bytes the optimizer may spend on duplicated (replicated) arrays
     dup_budget_bytes: int = 0
+    #: let the optimizer re-tile evaluated arrays where that moves fewer bytes in total
+    retile_inputs: bool = True
     #: raise optimizer errors instead of falling back to local tiling rules (tests)
     strict_optimizer: bool = bool(os.environ.get("SPARTAN_STRICT_OPTIMIZER"))
     #: memory one worker may use, in bytes (None: a share of the machine's available memory)

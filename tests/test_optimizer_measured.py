@@ -27,6 +27,14 @@ for _pickler in (cloudpickle, pytest.importorskip("ray.cloudpickle")):
     _pickler.register_pickle_by_value(sys.modules[__name__])
 
 
+@pytest.fixture(autouse=True)
+def _inputs_keep_their_tiling():
+    """Each check pins every tiling; the planner must not re-tile evaluated inputs."""
+    sp.config.retile_inputs = False
+    yield
+    sp.config.retile_inputs = True
+
+
 def moved(backend, arr) -> int:
     """Bytes moved between workers to evaluate ``arr`` (its inputs already evaluated)."""
     backend.reset_stats()

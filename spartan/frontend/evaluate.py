@@ -84,6 +84,8 @@ def evaluate(*exprs: Expr) -> None:
     fused = fusable(order, exprs, tilings)
     planned_at = time.perf_counter()
     ctx = Lowering(backend, tilings, fused)
+    for expr, tiling in planned.retile if planned is not None else ():
+        retile_evaluated(ctx, expr, tiling)
     lowered = [n for n in order if n.uid not in fused and not n.is_view]
     memory.check(lowered, tilings, backend.nworkers, planning.device_free(backend))
     try:
@@ -96,6 +98,8 @@ def evaluate(*exprs: Expr) -> None:
     backend.wait()
     for node in lowered:
         node.done()
+    if planned is not None and planned.has_joins:  # learn real update costs for next time
+        planned.record(backend.stats().bytes_by_tag)
     from spartan.frontend.checkpoint import periodic
 
     periodic.after(lowered)
@@ -105,6 +109,19 @@ def evaluate(*exprs: Expr) -> None:
         (planned_at - start) * 1e3,
         time.perf_counter() - planned_at,
     )
+
+
+def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
+    """Give an evaluated array new tiles in ``tiling`` (the plan found it pays off)."""
+    copy = Map(_identity, [expr], expr.shape, expr.dtype, name="retile")
+    ctx.tilings[copy.uid] = tiling
+    ctx.backend.tag = expr.uid
+    copy.lower(ctx)
+    expr.data = copy.data
+
+
+def _identity(x: np.ndarray) -> np.ndarray:
+    return x
 
 
 def to_numpy(expr: Expr) -> np.ndarray:

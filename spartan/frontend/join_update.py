@@ -13,6 +13,7 @@ combine collisions with ``f_accum`` onto an output that starts at ``fill``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,14 @@ class _Accumulate:
         return out
 
 
+def call_site() -> str:
+    """``file:line`` of the first caller outside spartan's own modules."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("spartan."):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+
+
 class JoinUpdate(Expr):
     """The output of a ``join_update`` (see the module docstring)."""
 
@@ -138,6 +147,9 @@ class JoinUpdate(Expr):
         self.has_base = base is not None
         self.groups = groups
         self.name = name
+        #: where the user's code called this join_update: the same site in a loop
+        #: shares measured update costs across iterations
+        self.site = (name, call_site())
 
     @property
     def label(self) -> str:

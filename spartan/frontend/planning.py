@@ -57,9 +57,23 @@ def resolve_tiling(spec: object, shape: Sequence[int], itemsize: int, nworkers: 
 class Planned:
     """The optimizer's plan for one evaluation and the Expr → program-node map."""
 
-    def __init__(self, plan: Plan, node_of: dict[int, int]) -> None:
+    def __init__(
+        self, plan: Plan, node_of: dict[int, int], retile: list[tuple[Expr, Tiling]]
+    ) -> None:
         self.plan = plan
         self.node_of = node_of
+        #: evaluated inputs the plan re-tiles because that moves fewer bytes overall
+        self.retile = retile
+
+    def record(self, bytes_by_tag: dict[int, int]) -> None:
+        """Measured bytes per node; join_updates teach the history their update bytes."""
+        for uid, nid in self.node_of.items():
+            if nid in self.plan.predicted:
+                self.plan.record_measured(nid, bytes_by_tag.get(uid, 0), _history)
+
+    @property
+    def has_joins(self) -> bool:
+        return any(n.op == "join_update" for n in self.plan.program)
 
     def explain(self) -> str:
         return self.plan.explain()
@@ -74,14 +88,21 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
 
     User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
     """
-    program, node_of = to_program(order)
+    program, node_of, inputs = to_program(order)
     tilings = local_rules(order, nworkers)
+    fixed = {
+        node_of[e.uid]: e.tiling_hint
+        for e in order
+        if e.tiling_hint is not None and e.uid in node_of and not e.is_view
+    }
+    if not config.retile_inputs:
+        fixed.update({node_of[e.uid]: e.data.tiling for e in inputs})
     budget = config.dup_budget_bytes
     free = device_free(session.current())
     if free:  # the budget applies per device: a duplicate must fit each GPU
         budget = min(budget, free * (nworkers - 1))
     try:
-        plan = optimize(program, nworkers, budget, _history)
+        plan = optimize(program, nworkers, budget, _history, fixed=fixed)
     except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
         if config.strict_optimizer:
             raise
@@ -92,13 +113,20 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             if t.fits(e.shape):
                 tilings[e.uid] = t
+    retile = []
+    for e in inputs:  # evaluated inputs: re-tiled only where the plan pays for it
+        t = plan.tiling[node_of[e.uid]]
+        if t != e.data.tiling and t.fits(e.shape):
+            retile.append((e, with_pieces(t, e.shape, nworkers)))
+    new_base = {e.uid: t for e, t in retile}
     for e in order:  # views see their base's (possibly new) tiling
         if e.is_view:
             base = e.base
-            tilings[e.uid] = e.induced_tiling(
+            t = new_base.get(base.uid) or (
                 base.data.tiling if base.data is not None else tilings[base.uid]
             )
-    return tilings, Planned(plan, node_of)
+            tilings[e.uid] = e.induced_tiling(t)
+    return tilings, Planned(plan, node_of, retile)
 
 
 def device_free(backend: object) -> int:
@@ -126,23 +154,26 @@ def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:
     return t
 
 
-def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int]]:
-    """The optimizer's view of the pending graph: operator kinds, shapes, axes, views."""
+def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int], list[Expr]]:
+    """The optimizer's view of the pending graph (operator kinds, shapes, axes, views),
+    the Expr → node map, and the evaluated inputs (sources with their current tiling,
+    which the optimizer may pay to change)."""
     p = Program()
     ids: dict[int, int] = {}
+    inputs: list[Expr] = []
 
     def node(e: Expr) -> int:
-        if e.uid not in ids:  # an evaluated input: its tiling is fixed
+        if e.uid not in ids:
             if e.is_view:
-                ids[e.uid] = p._view("slice", p[node(e.base)], e.vm, e.label)
+                ids[e.uid] = p.view(node(e.base), e.vm, e.label)
             else:
-                tiling = e.data.tiling if e.data is not None else None
-                ids[e.uid] = p.source(e.shape, e.dtype.itemsize, tiling, name=e.label)
+                ids[e.uid] = p.source(e.shape, e.dtype.itemsize, e.data.tiling, name=e.label)
+                inputs.append(e)
         return ids[e.uid]
 
     for e in order:
         ids[e.uid] = _add(p, e, node)
-    return p, ids
+    return p, ids, inputs
 
 
 def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
@@ -151,7 +182,7 @@ def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
     if e.tiling_hint is not None and not e.children:
         return p.source(e.shape, size, e.tiling_hint, name=e.label)
     if e.is_view:
-        return p._view("slice", p[ins[0]], e.vm, e.label)
+        return p.view(ins[0], e.vm, e.label)
     if isinstance(e, Map):
         if tuple(np.broadcast_shapes(*(c.shape for c in e.children))) != e.shape:
             # broadcast to a larger shape: a free-tiled stand-in carries the output shape
@@ -164,7 +195,10 @@ def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
     if isinstance(e, JoinUpdate):
         n = e.ninputs
         update_axis = 0 if e.name == "dot(a)" else None
-        return p.join_update(ins[:n], e.axes, e.shape, size, update_axis, site=e.name, name=e.label)
+        base = ins[n] if e.has_base else None
+        return p.join_update(
+            ins[:n], e.axes, e.shape, size, update_axis, e.site, e.groups, base, e.label
+        )
     if isinstance(e, Reshape):
         x = ins[0]
         if p[x].is_view:
