@@ -102,6 +102,15 @@ from spartan.frontend.index_tricks import (
     unravel_index,
 )
 from spartan.frontend.indexing import nonzero
+from spartan.frontend.inspection import (
+    array2string,
+    array_repr,
+    array_str,
+    asarray_chkfinite,
+    isfortran,
+    may_share_memory,
+    shares_memory,
+)
 from spartan.frontend.interpolation import digitize, interp, polyfit, polyval, vander
 from spartan.frontend.linalg import (
     cross,
@@ -231,7 +240,9 @@ from spartan.frontend.statistics import (
     corrcoef,
     cov,
     histogram,
+    histogram2d,
     histogram_bin_edges,
+    histogramdd,
     median,
     nanmedian,
     nanpercentile,

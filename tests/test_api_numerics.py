@@ -224,3 +224,39 @@ def test_scipy_quantile_distributions(local, name, args):
     assert got.dtype == ref.dtype
     q = [0.25, 0.5, 0.75]
     np.testing.assert_allclose(np.quantile(got, q), np.quantile(ref, q), rtol=0.15, atol=0.2)
+
+
+def test_histogram_dd(local, tiling):
+    a = RNG.standard_normal((120, 2))
+    h, e1, e2 = sp.histogram2d(a[:, 0], a[:, 1], bins=4)
+    h_np, e1_np, e2_np = np.histogram2d(a[:, 0], a[:, 1], bins=4)
+    close(h, h_np)
+    close(e1, e1_np)
+    close(e2, e2_np)
+    h, _ = sp.histogramdd(sp.array(a, tiling=tiling), bins=(3, 5), density=True)
+    close(h, np.histogramdd(a, bins=(3, 5), density=True)[0])
+
+
+def test_inspection(local):
+    a = np.arange(6.0).reshape(2, 3)
+    x = sp.array(a)
+    assert sp.array_repr(x) == np.array_repr(a)
+    assert sp.array_str(x) == np.array_str(a)
+    assert sp.array2string(x, precision=1, separator=",") == np.array2string(
+        a, precision=1, separator=","
+    )
+    with pytest.raises(ValueError):
+        sp.asarray_chkfinite(np.array([1.0, np.nan]))
+    assert sp.may_share_memory(x, x[1:]) and not sp.may_share_memory(x, x + 1)
+    assert not sp.isfortran(x)
+
+
+def test_multivariate_normal_and_dirichlet(local):
+    g = sp.random.default_rng(0)
+    m = g.multivariate_normal([1, 2], [[1, 0.5], [0.5, 2]], size=4000).to_numpy()
+    assert m.shape == (4000, 2)
+    np.testing.assert_allclose(m.mean(0), [1, 2], atol=0.1)
+    np.testing.assert_allclose(np.cov(m.T), [[1, 0.5], [0.5, 2]], atol=0.15)
+    d = g.dirichlet([1, 2, 3], size=2000).to_numpy()
+    np.testing.assert_allclose(d.sum(1), 1)
+    np.testing.assert_allclose(d.mean(0), [1 / 6, 2 / 6, 3 / 6], atol=0.03)

@@ -289,6 +289,44 @@ class Generator:
             raise ValueError("p < 0, p >= 1 or p is NaN")
         return self._scipy("logser", (p,), size, np.int64)
 
+    def multivariate_normal(
+        self,
+        mean: Any,
+        cov: Any,
+        size: Any = None,
+        check_valid: str = "warn",
+        tol: float = 1e-8,
+        *,
+        method: str = "svd",
+    ) -> Array:
+        """Normal vectors ``mean + z @ A.T`` with ``A A^T = cov`` (``cov`` is small: its
+        factor is computed on the driver), ``z`` standard normal."""
+        from spartan.frontend.linalg import dot
+
+        mu = np.asarray(mean, dtype=np.float64)
+        c = np.asarray(cov, dtype=np.float64)
+        if mu.ndim != 1 or c.shape != (mu.size, mu.size):
+            raise ValueError("mean must be 1 dimensional and cov must be 2 dimensional and square")
+        u, s, _ = np.linalg.svd(c)
+        factor = u * np.sqrt(np.maximum(s, 0))
+        shape = _size(size) + (mu.size,)
+        z = self.standard_normal(shape)
+        flat = z.reshape(-1, mu.size)
+        return (dot(flat, factor.T) + mu).reshape(shape)
+
+    def dirichlet(self, alpha: Any, size: Any = None) -> Array:
+        """Dirichlet vectors: independent gamma variates normalised per row."""
+        from spartan.frontend.manipulation import stack
+        from spartan.frontend.reductions import sum as _sum
+
+        a = np.asarray(alpha, dtype=np.float64)
+        if a.ndim != 1 or np.any(a <= 0):
+            raise ValueError("alpha <= 0" if a.ndim == 1 else "alpha must be 1-d")
+        shape = _size(size)
+        cols = [self.standard_gamma(float(ai), shape) for ai in a]
+        g = stack(cols, axis=-1)
+        return g / _sum(g, axis=-1, keepdims=True)
+
     def integers(
         self,
         low: int,
@@ -536,3 +574,7 @@ binomial = _module_function("binomial")
 negative_binomial = _module_function("negative_binomial")
 hypergeometric = _module_function("hypergeometric")
 logseries = _module_function("logseries")
+
+
+multivariate_normal = _module_function("multivariate_normal")
+dirichlet = _module_function("dirichlet")

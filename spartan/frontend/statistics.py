@@ -11,6 +11,7 @@ ranks of the distributed sample sort, so nothing is gathered. ``bincount`` and
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 from typing import Any
@@ -399,3 +400,76 @@ def histogram_bin_edges(
     else:
         lo, hi = range
     return np.histogram_bin_edges(np.array([lo, hi]), int(bins), range=(lo, hi))
+
+
+class _HistogramDD:
+    def __init__(self, edges: list[np.ndarray], weighted: bool):
+        self.edges, self.weighted = edges, weighted
+
+    def __call__(self, extents, sample: np.ndarray, *w: np.ndarray):
+        h, _ = np.histogramdd(sample, self.edges, weights=w[0] if self.weighted else None)
+        return [((), h)]
+
+
+def histogramdd(
+    sample: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Array, list[np.ndarray]]:
+    """Multidimensional histogram of ``(N, D)`` samples: per-tile counts added by a
+    ``join_update``; bin edges from forced per-column min/max without ``range``."""
+    from spartan.frontend.manipulation import stack
+    from spartan.frontend.reductions import max as _max
+    from spartan.frontend.reductions import min as _min
+
+    if isinstance(sample, (list, tuple)):
+        x = stack([asarray(s) for s in sample], axis=1)
+    else:
+        x = asarray(sample)
+        x = x.reshape(-1, 1) if x.ndim == 1 else x
+    n, d = x.shape
+    bins_per = list(bins) if np.ndim(bins) or isinstance(bins, (list, tuple)) else [bins] * d
+    if len(bins_per) != d:
+        raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    if range is None and any(np.ndim(b) == 0 for b in bins_per):
+        lo = _min(x, axis=0).to_numpy() if n else np.zeros(d)
+        hi = _max(x, axis=0).to_numpy() if n else np.ones(d)
+        range = list(zip(lo, hi))
+    edges = []
+    for i, b in enumerate(bins_per):
+        if np.ndim(b) == 0:
+            lo_i, hi_i = range[i]
+            edges.append(np.histogram_bin_edges(np.array([lo_i, hi_i]), int(b), range=(lo_i, hi_i)))
+        else:
+            edges.append(np.asarray(b, dtype=float))
+    inputs = [x._expr]
+    if weights is not None:
+        inputs.append(asarray(weights).astype(np.float64)._expr)
+    shape = tuple(len(e) - 1 for e in edges)
+    hist = Array(
+        JoinUpdate(
+            _HistogramDD(edges, weights is not None),
+            np.add,
+            inputs,
+            [0] * len(inputs),
+            shape,
+            np.float64,
+            name="histogramdd",
+        )
+    )
+    if density:
+        from spartan.frontend.reductions import sum as _sum
+
+        vol = np.ones(shape)
+        for i, e in enumerate(edges):
+            vol = vol * np.diff(e).reshape([-1 if j == i else 1 for j in builtins.range(d)])
+        hist = hist / _sum(hist) / vol
+    return hist, edges
+
+
+def histogram2d(
+    x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Array, np.ndarray, np.ndarray]:
+    """Two-dimensional histogram (see :func:`histogramdd`)."""
+    if np.ndim(bins) == 1 and len(bins) != 2:
+        bins = [bins, bins]
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
