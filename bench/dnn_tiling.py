@@ -35,6 +35,17 @@ MB = 1e6
 PAPER_GPU = K80.with_(name="K80 (p2.8xlarge)", link_bw=20e9)  # the paper's PCIe 20 GB/s
 
 
+READING = """How to read: communication is SoyBean's cost model — a tiling conversion moves the
+"ghost area" a device needs and does not hold, summed over devices; cut j of k (first cut first,
+mapped to the slowest links) is paid by 2^j device groups, total = Σ 2^j δ_j (Theorem 1).
+Conversion costs were derived by counting moved elements (tests/test_dnn_tiling.py). Data inputs
+are pinned to batch splits. Baselines are tilings costed by the same model, each op computing on
+its inputs where they lie when its strategy allows (data parallel all-reduces weight gradients).
+SoyBean = the greedy k-cut recursion (Algorithm 1), safeguarded by re-running it with parameters
+pinned as replicated or Megatron-style (column/row) and keeping the cheapest ("won by").
+Step time: K80 roofline compute split evenly over 8 GPUs + bytes / (8 × 20 GB/s), no overlap."""
+
+
 def table(headers: list[str], rows: list[list]) -> str:
     fmt = [str(h) for h in headers]
     lines = ["| " + " | ".join(fmt) + " |", "|" + "---|" * len(headers)]
@@ -294,7 +305,7 @@ def main() -> None:
         f"# SoyBean tensor tiling (issue 8)\n\n{date}; machine: 2-core {platform.machine()}, 24 GB; "
         f"python {sys.version.split()[0]}; `python bench/dnn_tiling.py{' --quick' if args.quick else ''}`\n"
     )
-    body = "\n\n".join(f"## {t}\n\n{s}" for t, s in sections)
+    body = READING + "\n\n" + "\n\n".join(f"## {t}\n\n{s}" for t, s in sections)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(head + "\n" + body + "\n")
     print(f"\nwrote {args.out}")
