@@ -19,7 +19,7 @@ from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
-from spartan.frontend.tiles import Tiles
+from spartan.frontend.tiles import Tiles, pieces
 from spartan.tiling import Tiling, box_shape
 
 
@@ -70,8 +70,8 @@ class Scan(Expr):
             keys = [(self.uid, "local", idx), (self.uid, "last", idx)]
             ctx.backend.submit(w, local_task, [ctx.region(child, box, w)], keys)
             local[idx] = (keys, w, box)
-        # the result keeps the input's grid (the planner gives a scan its input's tiling)
-        tiles = Tiles(ctx.backend, self.uid, self.shape, self.dtype, grid)
+        # scanned in the input's grid, then re-tiled if the plan chose another tiling
+        tiles = Tiles(ctx.backend, (self.uid, "grid"), self.shape, self.dtype, grid)
         offset = _Offset(self.ufunc, self.dtype)
         for idx, box in grid.tiles(self.shape):
             keys, w, _ = local[idx]
@@ -85,7 +85,21 @@ class Scan(Expr):
                 inputs.append(Region(tuple(shape), self.dtype, (Piece(pw, last_key, (), full),)))
             ctx.backend.submit(w, offset, inputs, [tiles.key(idx)])
         ctx.backend.delete([k for keys, _, _ in local.values() for k in keys])
-        self.data = tiles
+        planned = ctx.tiling(self)
+        if planned == grid or (planned.replicated and t_in.replicated):
+            self.data = tiles
+            return
+        out = ctx.new_tiles(self)
+        for idx, box, w in out.placements():
+            sel = tuple((lo, hi - lo, 1, False) for lo, hi in box)
+            ps = pieces(tiles, sel, None, range(len(box)), w)
+            region = Region(box_shape(box), self.dtype, tuple(ps))
+            ctx.backend.submit(w, _identity, [region], [out.key(idx)])
+        self.data = out  # the grid tiles go when ``tiles`` is collected
+
+
+def _identity(x: np.ndarray) -> np.ndarray:
+    return x
 
 
 def ufunc_accumulate(
