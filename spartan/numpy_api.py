@@ -91,6 +91,7 @@ from spartan.frontend.index_tricks import (
     diag_indices_from,
     fill_diagonal,
     ix_,
+    mask_indices,
     place,
     put_along_axis,
     putmask,

@@ -260,3 +260,9 @@ def test_multivariate_normal_and_dirichlet(local):
     d = g.dirichlet([1, 2, 3], size=2000).to_numpy()
     np.testing.assert_allclose(d.sum(1), 1)
     np.testing.assert_allclose(d.mean(0), [1 / 6, 2 / 6, 3 / 6], atol=0.03)
+
+
+def test_mask_indices_row_stack(local):
+    for g, e in zip(sp.mask_indices(4, sp.triu, 1), np.mask_indices(4, np.triu, 1)):
+        close(g, e)
+    close(sp.row_stack([sp.ones(2), np.zeros(2)]), np.vstack([np.ones(2), np.zeros(2)]))

@@ -229,3 +229,10 @@ def put_along_axis(arr: Array, indices: Any, values: Any, axis: Any) -> None:
             flat = flat + coord * strides[d]
     v = broadcast_to(asarray(values).astype(x.dtype), flat.shape)
     _rebind(arr, _scatter_flat(x, flat.ravel(), v.ravel()))
+
+
+def mask_indices(n: int, mask_func: Any, k: int = 0) -> tuple[Array, ...]:
+    """Indices where ``mask_func(ones((n, n)), k)`` is non-zero (e.g. ``spartan.triu``)."""
+    from spartan.frontend.creation import ones
+
+    return _mask_indices(asarray(mask_func(ones((n, n), dtype=int), k)) != 0)

@@ -689,3 +689,8 @@ def trim_zeros(filt: Any, trim: str = "fb") -> Array:
     lo = int(nz[0]) if "f" in trim.lower() else 0
     hi = int(nz[nz.shape[0] - 1]) + 1 if "b" in trim.lower() else x.shape[0]
     return x[lo:hi]
+
+
+def row_stack(tup: Sequence[Any]) -> Array:
+    """NumPy's deprecated alias of :func:`vstack`."""
+    return vstack(tup)
