@@ -167,6 +167,7 @@ from spartan.frontend.manipulation import (
     roll,
     rollaxis,
     rot90,
+    row_stack,
     shape,
     size,
     split,
