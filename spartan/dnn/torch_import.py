@@ -7,7 +7,8 @@ Max/AvgPool2d, AdaptiveAvgPool2d to 1x1, BatchNorm2d, LayerNorm over the last ax
 Dropout/Identity (dropped), flatten/view/reshape, residual ``+`` and ``*``.
 
 >>> import torch  # doctest: +SKIP
->>> model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+>>> nn = torch.nn  # doctest: +SKIP
+>>> model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))  # doctest: +SKIP
 >>> g = from_torch(model, (32, 8))  # doctest: +SKIP
 >>> g.param_count() == sum(p.numel() for p in model.parameters())  # doctest: +SKIP
 True
