@@ -198,17 +198,24 @@ class _Device:
         tt = self.tensors[t]
         return self.objects[slot][: tt.nbytes].view(tt.dtype).reshape(tt.shape)
 
-    def start_iteration(self, first: bool, host: dict[str, Any]) -> None:
-        """Put the plan's initially resident tensors into their starting objects."""
+    def start_iteration(self, first: bool, host: dict[str, Any], to_host) -> None:
+        """Put the plan's initially resident tensors into their starting objects: from the
+        host store at first, later only those the last iteration left elsewhere (staged
+        through host memory, so the device never holds two copies)."""
         wl, plan = self.plan.workload, self.plan
         if first:
             values = {t: host[wl.tensor_names[t]] for t in plan.initial}
         else:
-            values = {t: self.view(t, self.res.slot_of(t)).copy() for t in plan.initial}
+            values = {
+                t: to_host(self.view(t, self.res.slot_of(t)))
+                for t, slot in plan.initial.items()
+                if self.res.slot_of(t) != slot
+            }
         self.res.reset()
         for t, slot in plan.initial.items():
             self.res.place(t, slot)
-            self.write(self.view(t, slot), values[t])
+            if t in values:
+                self.write(self.view(t, slot), values[t])
 
     def write(self, view: Any, value: Any) -> None:
         """Copy ``value`` (a host or device array) into a device view."""
@@ -259,7 +266,7 @@ def run_emulated(
     final_state: dict = {}
     with ThreadPoolExecutor(len(streams), thread_name_prefix="swap-stream") as threads:
         for it in range(iterations):
-            dev.start_iteration(it == 0, host)
+            dev.start_iteration(it == 0, host, np.array)
             done = [threading.Event() for _ in range(len(plan))]
             failed = threading.Event()
             t0 = time.perf_counter()
@@ -357,7 +364,7 @@ def run_cupy(
         final_state: dict = {}
         peak = 0
         for it in range(iterations):
-            dev.start_iteration(it == 0, host)
+            dev.start_iteration(it == 0, host, cp.asnumpy)
             cp.cuda.Device().synchronize()
             events = [cp.cuda.Event(disable_timing=True) for _ in range(len(plan))]
             t0 = time.perf_counter()
