@@ -15,6 +15,7 @@ held are rebuilt by re-running the tasks that made them, and the interrupted
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pickle
 import sys
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import cloudpickle
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -122,6 +124,7 @@ class RayBackend(Master):
         self.lineage = Lineage()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}
+        self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
 
@@ -140,13 +143,23 @@ class RayBackend(Master):
 
     # ---- transport --------------------------------------------------------------------
     def _fn_ref(self, fn: Callable[..., Any]) -> Any:
-        """Put a task function once for all the tasks of one operator."""
+        """Put a task function once: for all the tasks of one operator, and for equal
+        functions of later operators (each loop iteration builds new but equal ones)."""
         hit = self._fn_cache.get(id(fn))
-        if hit is None or hit[0] is not fn:
-            if len(self._fn_cache) >= 256:
-                self._fn_cache.clear()
-            hit = self._fn_cache[id(fn)] = (fn, ray.put(fn))
-        return hit[1]
+        if hit is not None and hit[0] is fn:
+            return hit[1]
+        blob = cloudpickle.dumps(fn)
+        digest = hashlib.blake2b(blob, digest_size=16).digest()
+        ref = self._blob_cache.get(digest)
+        if ref is None:
+            ref = ray.put(fn)
+            self._blob_cache[digest] = ref
+        if len(self._fn_cache) >= 256:
+            self._fn_cache.clear()
+        if len(self._blob_cache) >= 1024:
+            self._blob_cache.clear()
+        self._fn_cache[id(fn)] = (fn, ref)
+        return ref
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
         rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})

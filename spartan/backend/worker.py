@@ -89,8 +89,8 @@ class Worker:
         if isinstance(block, TaskFailed):
             return block
         part = take(block, src, perm)
-        if isinstance(part, np.ndarray):
-            return np.ascontiguousarray(part)
+        if isinstance(part, np.ndarray):  # (ascontiguousarray would make 0-d arrays 1-d)
+            return part if part.flags.c_contiguous else part.copy(order="C")
         return to_host(part)  # GPU blocks travel through host memory
 
     def fetch(self, key: Key, src: tuple | None = None) -> Any:

@@ -36,7 +36,13 @@ class Array:
         from spartan.config import config
 
         if expr.pending > config.max_graph_size:
-            self.evaluate()
+            # ``pending`` sums over inputs, so shared sub-expressions are counted once per
+            # path: an upper bound. Count exactly before forcing an evaluation.
+            from spartan.frontend.evaluate import pending_order
+
+            expr.pending = len(pending_order([expr]))
+            if expr.pending > config.max_graph_size:
+                self.evaluate()
 
     # ---- metadata (no computation) -----------------------------------------------------
     @property

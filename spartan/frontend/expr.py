@@ -38,6 +38,7 @@ class Expr:
         self.tiling_hint: Tiling | None = None
         #: the optimizer's plan of the evaluation that computed this node
         self.planned: Any = None
+        #: unevaluated nodes behind this one (an upper bound: shared inputs count per path)
         self.pending = 1 + sum(c.pending for c in self.children if c.data is None)
 
     @property
