@@ -139,3 +139,21 @@ def test_fancy_on_ray(backend):
     x[[1, 6]] = 0
     a[[1, 6]] = 0
     same(x, a)
+
+
+def test_ufunc_at(local, tiling):
+    a = np.zeros((6, 4))
+    x = sp.array(a, tiling=tiling)
+    sp.add.at(x, [1, 1, 5, 0, 1], np.arange(4.0))
+    np.add.at(a, [1, 1, 5, 0, 1], np.arange(4.0))
+    same(x, a)
+    sp.multiply.at(x, ([0, 0, 3], [1, 1, 3]), [2.0, 3.0, 5.0])
+    np.multiply.at(a, ([0, 0, 3], [1, 1, 3]), [2.0, 3.0, 5.0])
+    same(x, a)
+    v = sp.arange(6.0)
+    sp.negative.at(v, [0, 2, 2])
+    c = np.arange(6.0)
+    np.negative.at(c, [0, 2, 2])
+    same(v, c)
+    with pytest.raises(ValueError):
+        sp.add.at(x, [0])

@@ -170,27 +170,33 @@ def _slabs(ctx: Lowering, x: Expr, axis: int):
 class _Apply:
     """Scatter round 2: a slab with the (index, value) pairs of every index tile applied."""
 
-    def __init__(self, axis: int):
-        self.axis = axis
+    def __init__(self, ufunc: np.ufunc | None = None):
+        self.ufunc = ufunc
 
     def __call__(self, slab: np.ndarray, *pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         out = np.array(slab, copy=True)
-        moved = np.moveaxis(out, self.axis, 0)
         for local, vals in pairs:
-            moved[local] = np.moveaxis(vals, self.axis, 0) if vals.ndim > 1 else vals
+            if self.ufunc is None:
+                out[local] = vals
+            elif self.ufunc.nin == 1:
+                self.ufunc.at(out, local)
+            else:
+                self.ufunc.at(out, local, vals)
         return out
 
 
 class Scatter(Expr):
-    """``base`` with ``base[idx] = values`` along ``axis`` 0 (``values`` shaped
-    ``idx.shape + base.shape[1:]``), as a functional update.
+    """``base`` with ``base[idx] = values`` along axis 0 (``values`` shaped
+    ``idx.shape + base.shape[1:]``), as a functional update; with ``ufunc``,
+    ``ufunc.at(base, idx, values)`` instead (repeated indices accumulate).
 
     Communication: each (index, value slice) pair once to the slab holding it,
     ``len(idx) * (8 + slice_bytes)`` bytes, plus the reads giving the slabs their layout.
     """
 
-    def __init__(self, base: Expr, idx: Expr, values: Expr) -> None:
+    def __init__(self, base: Expr, idx: Expr, values: Expr, ufunc: np.ufunc | None = None) -> None:
         super().__init__(base.shape, base.dtype, [base, idx, values])
+        self.ufunc = ufunc
 
     @property
     def label(self) -> str:
@@ -215,7 +221,7 @@ class Scatter(Expr):
         for p, (sidx, sbox) in enumerate(slabs.tiles(base.shape)):
             w = slabs.worker_of(sidx, nw)  # the output tiles follow the slab grid
             ins = [ctx.region(base, sbox, w)] + [requests[t][p] for t in range(len(groups))]
-            be.submit(w, _Apply(0), ins, [tiles.key(sidx)])
+            be.submit(w, _Apply(self.ufunc), ins, [tiles.key(sidx)])
         be.delete([k for row in requests for k in row])
         self.data = tiles
 
@@ -371,7 +377,7 @@ def setitem(x: Array, key: Any, value: Any) -> Array:
     return _scatter_rows(rows, flat, value).reshape(x.shape)
 
 
-def _scatter_rows(x: Array, idx: Array, value: Any) -> Array:
+def _scatter_rows(x: Array, idx: Array, value: Any, ufunc: np.ufunc | None = None) -> Array:
     idx = idx.ravel() if idx.ndim != 1 else idx
     v = asarray(value)
     target = idx.shape + x.shape[1:]
@@ -383,7 +389,30 @@ def _scatter_rows(x: Array, idx: Array, value: Any) -> Array:
             f"indexing result of shape {target}"
         ) from None
     v = _ns().broadcast_to(v.astype(x.dtype), target)
-    return Array(Scatter(x._expr, idx._expr, v._expr))
+    return Array(Scatter(x._expr, idx._expr, v._expr, ufunc))
+
+
+def ufunc_at(ufunc: np.ufunc, a: Array, indices: Any, b: Any = None) -> Array:
+    """The array equal to ``a`` after ``ufunc.at(a, indices, b)``: a scatter whose
+    slabs apply ``ufunc.at`` (repeated indices accumulate, as in NumPy)."""
+    x = asarray(a)
+    if ufunc.nin == 2 and b is None:
+        raise ValueError("second operand needed for ufunc")
+    if ufunc.nin == 1 and b is not None:
+        raise ValueError("second operand provided when ufunc is unary")
+    key = indices if isinstance(indices, tuple) else (indices,)
+    _, axes, arrays = _advanced(x, key)
+    if axes != list(range(len(axes))) or len(arrays) != len(key):
+        raise IndexError("spartan ufunc.at takes index arrays for the leading axes")
+    value = b if b is not None else np.zeros((), x.dtype)
+    if len(arrays) == 1:
+        return _scatter_rows(x, arrays[0], value, ufunc)
+    inner = x.shape[: len(arrays)]
+    flat = elementwise(
+        functools.partial(_flat_index, inner), *arrays, name="ravel_index", dtype=np.intp
+    )
+    rows = x.reshape((math.prod(inner),) + x.shape[len(arrays) :])
+    return _scatter_rows(rows, flat, value, ufunc).reshape(x.shape)
 
 
 def _scatter_flat(x: Array, pos: Array, value: Any) -> Array:

@@ -44,6 +44,15 @@ class UFunc:
 
         return ufunc_accumulate(self.ufunc, a, axis, dtype, out)
 
+    def at(self, a: Any, indices: Any, b: Any = None) -> None:
+        """``ufunc.at`` on a spartan array (rebinds ``a`` to the updated array)."""
+        from spartan.frontend.array import Array
+        from spartan.frontend.fancy import ufunc_at
+
+        if not isinstance(a, Array):
+            raise TypeError("ufunc.at needs a spartan array to update")
+        a._expr = ufunc_at(self.ufunc, a, indices, b)._expr
+
     def outer(self, a: Any, b: Any, **kwargs: Any) -> Any:
         from spartan.frontend.creation import asarray
 
