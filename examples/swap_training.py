@@ -69,9 +69,9 @@ def main() -> None:
         full = Workload.from_graph(g, accel=V100, capacity=1, keep=KEEP)
     need = full.peak_bytes()
     limit = need / args.ratio
-    # Kernels allocate their result before it is copied into the pool object: keep room for
-    # the two largest tensors outside the pool.
-    headroom = 2 * max(full.nbytes)
+    # Kernels allocate their result (and a temporary or two) before it is copied into the
+    # pool object: keep room for three of the largest tensors outside the pool.
+    headroom = 3 * max(full.nbytes)
     wl = full.with_capacity(limit - headroom)
     print(
         f"{g.name}: {len(g.ops)} ops, peak need {need / 2**20:.0f} MiB without swapping; "

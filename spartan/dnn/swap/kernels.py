@@ -57,8 +57,11 @@ def _bias_add_grad(xp, ins, attrs):
 
 
 def _softmax(xp, z):
-    e = xp.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    # One temporary of z's size (device memory is tight under a swap plan).
+    e = z - z.max(axis=-1, keepdims=True)
+    xp.exp(e, out=e)
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
 
 
 def _softmax_xent(xp, ins, attrs):
@@ -77,7 +80,8 @@ def _softmax_xent_grad(xp, ins, attrs):
     g = _softmax(xp, logits)
     n = logits.shape[0]
     g[xp.arange(n), labels.astype(xp.int64)] -= 1.0
-    return (g * (dl / n)).astype(logits.dtype)
+    g *= dl / n
+    return g
 
 
 def _sgd(xp, ins, attrs):
