@@ -432,7 +432,6 @@ class DaskSystem(System):
             self.client = Client(cluster)
             self.name = "dask-dist"
         else:
-            dask.config.set(scheduler="threads", num_workers=CORES)
             self.name = "dask"
 
     def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
@@ -441,14 +440,25 @@ class DaskSystem(System):
         for i, a in enumerate(inputs):
             pieces = w.pieces if i == 0 or a.shape == inputs[0].shape else (1,)
             chunks = tuple(-(-s // p) for s, p in zip(a.shape, pieces + (1,) * a.ndim))
-            arrays.append(self.da.from_array(a, chunks=chunks))
-        if self.client is not None:
-            arrays = self.client.persist(arrays)
-            self.client.wait_for_workers(CORES)
-            from dask.distributed import wait
-
-            wait(arrays)
+            arrays.append(
+                self._scatter(a, chunks) if self.client else self.da.from_array(a, chunks)
+            )
         self.inputs = tuple(arrays)
+
+    def _scatter(self, a: numpy.ndarray, chunks: tuple[int, ...]) -> Any:
+        """``a`` held by the workers: row blocks scattered once (not embedded in a graph)."""
+        from dask.distributed import wait
+
+        rows = chunks[0] if a.ndim else 1
+        blocks = [a[lo : lo + rows] for lo in range(0, max(len(a), 1), rows)] if a.ndim else [a]
+        futures = self.client.scatter(blocks)
+        parts = [
+            self.da.from_delayed(f, shape=b.shape, dtype=a.dtype) for f, b in zip(futures, blocks)
+        ]
+        x = self.da.concatenate(parts) if a.ndim else parts[0]
+        x = x.rechunk(chunks).persist()
+        wait(x)
+        return x
 
     def run(self) -> Any:
         import dask
@@ -456,7 +466,8 @@ class DaskSystem(System):
         result = self.w.program(self.da, *self.inputs)
         if self.client is not None:
             return _to_numpy(self.client.compute(result, sync=True))
-        return _to_numpy(dask.compute(result)[0])
+        # explicit: a distributed Client, once created, becomes dask's default scheduler
+        return _to_numpy(dask.compute(result, scheduler="threads", num_workers=CORES)[0])
 
     def close(self) -> None:
         self.unload()

@@ -114,7 +114,8 @@ def _start(args: argparse.Namespace) -> None:
     if args.backend == "ray":
         import ray
 
-        if not ray.is_initialized():
+        # inside `ray job submit` (RAY_ADDRESS set) spartan.init joins the job's cluster
+        if not ray.is_initialized() and not os.environ.get("RAY_ADDRESS"):
             ray.init(
                 address="local", num_cpus=args.workers, include_dashboard=False, log_to_driver=False
             )
