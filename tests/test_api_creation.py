@@ -70,3 +70,10 @@ def test_bad_input(local):
     np.testing.assert_array_equal(sp.tril(sp.arange(3)).to_numpy(), np.tril(np.arange(3)))
     with pytest.raises(ValueError):
         sp.meshgrid(np.arange(2), indexing="yx")
+
+
+@pytest.mark.parametrize(
+    "args", [(6.0,), (6,), (1, 10, 0.5), (0, 5, np.float32(1)), (np.int8(0), 5), (5, 0, -2)]
+)
+def test_arange_dtype(local, args):
+    eq(sp.arange(*args), np.arange(*args))

@@ -116,6 +116,11 @@ def _arange(start: Any, step: Any, box: Box, dtype: np.dtype) -> np.ndarray:
     return (start + np.arange(lo, hi, dtype=np.result_type(dtype, np.int64)) * step).astype(dtype)
 
 
+def _typed(value: Any, v: int) -> Any:
+    """``v`` as a value of ``value``'s type (NumPy scalar or Python number)."""
+    return value.dtype.type(v) if isinstance(value, np.generic) else type(value)(v)
+
+
 def arange(
     start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, tiling: Any = None
 ) -> Array:
@@ -126,9 +131,8 @@ def arange(
         raise ZeroDivisionError("division by zero")  # NumPy's error for step=0
     n = max(0, math.ceil((stop - start) / step))
     if dtype is None:
-        dtype = (
-            np.arange(start, start + step, step).dtype if n else np.result_type(start, stop, step)
-        )
+        # NumPy's own choice, from an empty range of values of the same types
+        dtype = np.arange(_typed(start, 0), _typed(stop, 0), _typed(step, 1)).dtype
     return newarray((n,), functools.partial(_arange, start, step), dtype, tiling, "arange")
 
 
