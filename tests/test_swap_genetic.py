@@ -96,6 +96,8 @@ def test_selection_prefers_faster_and_drops_infeasible():
             picks[i] += 1
     assert picks[2] == 0
     assert picks[0] > picks[3] > picks[1]
+    refill = select([None] * 3, [2.0, float("inf"), float("inf")], 3, 2.0, rng)
+    assert refill == [0, 0, 0]
 
 
 def test_search_finds_the_figure1_optimum():

@@ -266,11 +266,15 @@ def select(
     rng: random.Random,
 ) -> list[int]:
     """Indices of ``n`` survivors drawn without replacement with probability
-    softmax((best_time - t) / best_time); infeasible (inf) individuals never survive."""
+    softmax((best_time - t) / best_time); infeasible (inf) individuals never survive, and
+    when fewer than ``n`` are feasible some are repeated to keep the population size."""
     alive = [i for i, t in enumerate(times) if math.isfinite(t)]
     weights = {i: math.exp((best_time - times[i]) / best_time) for i in alive}
     # Efraimidis-Spirakis weighted sampling without replacement: the n largest u^(1/w).
-    return sorted(alive, key=lambda i: -(rng.random() ** (1.0 / weights[i])))[:n]
+    chosen = sorted(alive, key=lambda i: -(rng.random() ** (1.0 / weights[i])))[:n]
+    if alive and len(chosen) < n:  # too few feasible: refill with weighted copies
+        chosen += rng.choices(alive, weights=[weights[i] for i in alive], k=n - len(chosen))
+    return chosen
 
 
 # ---- the search ------------------------------------------------------------------------
