@@ -123,21 +123,19 @@ class _Pass:
         self.wl = wl
         self.schedule = schedule
         self.classes = classes
-        self.sizes = sizes
         self.eviction = eviction
         self.threshold = threshold
         n = wl.n_tensors
         self.plan = SwapPlan(wl, schedule)
+        # Free memory in release order: per class (object index, releasing node or -1), or
+        # for a byte budget one list of (bytes, releasing node or -1) chunks.
+        self.byte_pool = not isinstance(pool, Allocation)
         if isinstance(pool, Allocation):
             self.plan.object_sizes, self.plan.object_counts = sizes, pool.cnt
-            self.free: list[deque] = [
-                deque((j, -1) for j in range(c)) for c in pool.cnt
-            ]  # per class: (object index, releasing node or -1)
-            self.budget = None
+            self.free: list[deque] = [deque((j, -1) for j in range(c)) for c in pool.cnt]
         else:
-            self.free = [deque([(int(pool), -1)])]  # byte chunks
+            self.free = [deque([(int(pool), -1)])]
             self.free_bytes = int(pool)
-            self.budget = int(pool)
         self.resident = [False] * n
         self.slot: list[Slot | None] = [None] * n
         self.host_valid = list(wl.source)
@@ -163,7 +161,7 @@ class _Pass:
     def take(self, t: int) -> tuple[Slot | None, list[int]] | None:
         k = self.classes[t]
         free = self.free[k]
-        if self.budget is None:
+        if not self.byte_pool:
             if not free:
                 return None
             j, rel = free.popleft()
@@ -185,7 +183,7 @@ class _Pass:
     def give(self, t: int, rel: int) -> None:
         if rel >= 0:
             self.plan.release[rel].append((t, self.slot[t]))
-        if self.budget is None:
+        if not self.byte_pool:
             k, j = self.slot[t]
             self.free[k].append((j, rel))
         else:
