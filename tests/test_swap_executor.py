@@ -9,7 +9,7 @@ from spartan.dnn import zoo
 from spartan.dnn.hardware import V100
 from spartan.dnn.swap import PoolModel, Workload, plan_swaps
 from spartan.dnn.swap.executor import random_feeds, run_cupy, run_emulated, run_unconstrained
-from spartan.dnn.swap.genetic import GAConfig, search
+from spartan.dnn.swap.genetic import GAConfig, mutate_schedule, search
 from spartan.dnn.swap.plan import SwapPlan
 
 
@@ -35,14 +35,7 @@ def _assert_same(ref, got):
 def test_emulated_device_matches_unconstrained_within_limit(mlp_case, seed):
     g, wl, feeds, state, ref = mlp_case
     rng = random.Random(seed)
-    preds = wl.op_preds
-    from spartan.dnn.swap.genetic import mutate_schedule
-
-    succs = [[] for _ in range(wl.n_ops)]
-    for o, ps in enumerate(preds):
-        for q in ps:
-            succs[q].append(o)
-    sched = mutate_schedule(wl.default_schedule(), preds, succs, 0.5, rng)
+    sched = mutate_schedule(wl.default_schedule(), wl.op_preds, wl.op_succs, 0.5, rng)
     plan = plan_swaps(wl, sched, PoolModel(wl).random(rng))
     assert plan.n_swap_out > 0 and plan.n_swap_in > 0  # really swapping
     got = run_emulated(plan, g, feeds, state, iterations=3)

@@ -4,7 +4,6 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_swap_planner import random_case
 
 from spartan.dnn.swap import PoolModel, is_topological
 from spartan.dnn.swap.genetic import (
@@ -20,15 +19,8 @@ from spartan.dnn.swap.genetic import (
     select,
 )
 from spartan.dnn.swap.pool import Allocation
+from spartan.dnn.swap.random_graphs import random_problem
 from spartan.dnn.swap.worked_examples import figure1_workload
-
-
-def _succs(wl):
-    succs = [[] for _ in range(wl.n_ops)]
-    for o, ps in enumerate(wl.op_preds):
-        for q in ps:
-            succs[q].append(o)
-    return succs
 
 
 def test_schedule_crossover_paper_example():
@@ -62,9 +54,9 @@ def test_allocation_crossover_paper_example():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6), st.floats(0.0, 1.0))
 def test_operators_keep_schedules_topological_and_pools_fitting(seed, p):
-    wl, sched, alloc = random_case(seed)
+    wl, sched, alloc = random_problem(seed)
     rng = random.Random(seed)
-    succs = _succs(wl)
+    succs = wl.op_succs
     other = mutate_schedule(wl.default_schedule(), wl.op_preds, succs, 1.0, rng)
     assert is_topological(wl, greedy_schedule(wl))
     for child in crossover_schedules(sched, other, rng.randrange(1, wl.n_ops + 1)):
@@ -83,8 +75,8 @@ def test_operators_keep_schedules_topological_and_pools_fitting(seed, p):
 
 
 def test_mutation_with_zero_probability_is_identity():
-    wl, sched, _ = random_case(7)
-    assert mutate_schedule(sched, wl.op_preds, _succs(wl), 0.0, random.Random(0)) == sched
+    wl, sched, _ = random_problem(7)
+    assert mutate_schedule(sched, wl.op_preds, wl.op_succs, 0.0, random.Random(0)) == sched
 
 
 def test_selection_prefers_faster_and_drops_infeasible():
@@ -112,7 +104,7 @@ def test_search_finds_the_figure1_optimum():
 
 
 def test_parallel_search_matches_serial_scores():
-    wl, _, alloc = random_case(11)
+    wl, _, alloc = random_problem(11)
     cfg = dict(population=8, max_generations=3, seed=5, budget_s=60)
     serial = search(wl, GAConfig(workers=1, **cfg))
     parallel = search(wl, GAConfig(workers=2, **cfg))

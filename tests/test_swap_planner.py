@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spartan.dnn.graph import Graph, Phase, TensorKind
 from spartan.dnn.swap import (
     COMPUTE,
     SWAP_IN,
@@ -16,10 +15,10 @@ from spartan.dnn.swap import (
     Allocation,
     InfeasiblePlan,
     PoolModel,
-    Workload,
     plan_swaps,
 )
 from spartan.dnn.swap.pool import expand_cnt, object_sizes, regroup_cnt, repair_cls, repair_cnt
+from spartan.dnn.swap.random_graphs import random_problem
 from spartan.dnn.swap.worked_examples import (
     COARSE_POOL,
     FINE_POOL,
@@ -112,57 +111,6 @@ def test_bad_schedule_rejected():
 # ---- random training-like graphs -------------------------------------------------------
 
 
-def random_graph(seed: int, n_fwd: int, with_inputs: bool) -> Graph:
-    """Forward ops over activations and params, then one in-place update per param."""
-    rng = random.Random(seed)
-    g = Graph(f"rand{seed}")
-    acts: list[str] = []
-    params: list[str] = []
-    if with_inputs:
-        g.add_tensor("x", (rng.choice([1, 2, 4]),), TensorKind.INPUT, "uint8")
-        acts.append("x")
-    else:
-        g.add_tensor("a0", (rng.choice([1, 2, 4]),), TensorKind.ACTIVATION, "uint8")
-        g.add_op("data", "toy", [], ["a0"], Phase.FORWARD)
-        acts.append("a0")
-    for i in range(n_fwd):
-        ins = rng.sample(acts, min(len(acts), rng.choice([1, 1, 2])))
-        if rng.random() < 0.6:
-            p = f"w{i}"
-            g.add_tensor(p, (rng.choice([1, 2, 3, 4]),), TensorKind.PARAM, "uint8")
-            params.append(p)
-            ins.append(p)
-        out = f"a{i + 1}"
-        g.add_tensor(out, (rng.choice([1, 2, 3, 4]),), TensorKind.ACTIVATION, "uint8")
-        g.add_op(f"f{i}", "toy", ins, [out], Phase.FORWARD)
-        acts.append(out)
-    for p in params:
-        grad = rng.choice(acts[1:])
-        g.add_op(f"sgd:{p}", "sgd", [p, grad], [p], Phase.UPDATE)
-    return g
-
-
-def random_case(seed: int, with_inputs: bool = False):
-    rng = random.Random(seed)
-    g = random_graph(seed, rng.randint(2, 12), with_inputs)
-    times = {o.name: rng.choice([0.5, 1.0, 2.0]) for o in g.ops}
-    wl0 = Workload.from_graph(g, op_times=times, capacity=1e9, host_bw=rng.choice([1.0, 4.0]))
-    # Capacity between the largest op footprint (x2 for class rounding) and everything.
-    need = max(sum(wl0.nbytes[t] for t in wl0.op_tensors(o)) for o in range(wl0.n_ops))
-    cap = rng.uniform(2 * need, max(2 * need, wl0.total_bytes) + 1)
-    wl = wl0.with_capacity(cap)
-    from spartan.dnn.swap.genetic import mutate_schedule
-
-    preds = wl.op_preds
-    succs = [[] for _ in range(wl.n_ops)]
-    for o, ps in enumerate(preds):
-        for q in ps:
-            succs[q].append(o)
-    sched = mutate_schedule(wl.default_schedule(), preds, succs, 1.0, rng)
-    alloc = PoolModel(wl).random(rng)
-    return wl, sched, alloc
-
-
 def replay(plan):
     """Walk the simulated timeline: objects are exclusive, class occupancy <= CNT, and
     every op finds its inputs resident when it starts."""
@@ -205,7 +153,7 @@ def replay(plan):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.booleans())
 def test_plans_replay_within_the_pool(seed, with_inputs):
-    wl, sched, alloc = random_case(seed, with_inputs)
+    wl, sched, alloc = random_problem(seed, with_inputs)
     if alloc is None:
         return
     plan = plan_swaps(wl, sched, alloc)
@@ -218,7 +166,7 @@ def test_plans_replay_within_the_pool(seed, with_inputs):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.booleans(), st.sampled_from(["belady", "lru"]))
 def test_simulated_time_respects_lower_bounds(seed, with_inputs, eviction):
-    wl, sched, alloc = random_case(seed, with_inputs)
+    wl, sched, alloc = random_problem(seed, with_inputs)
     if alloc is None:
         return
     plan = plan_swaps(wl, sched, alloc, eviction=eviction)
@@ -235,7 +183,7 @@ def test_simulated_time_respects_lower_bounds(seed, with_inputs, eviction):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6))
 def test_infinite_memory_never_swaps(seed):
-    wl, sched, _ = random_case(seed, with_inputs=False)
+    wl, sched, _ = random_problem(seed, with_inputs=False)
     unlimited = PoolModel(wl.with_capacity(math.inf)).unlimited()
     plan = plan_swaps(wl.with_capacity(math.inf), sched, unlimited)
     assert plan.n_swap_in == 0 and plan.n_swap_out == 0

@@ -79,18 +79,18 @@ def best_random(workload: Workload, samples: int, seed: int = 0) -> tuple[Chromo
     """Best of ``samples`` random chromosomes (random topological order and pool)."""
     rng = random.Random(seed)
     pm = PoolModel(workload)
-    preds = workload.op_preds
-    succs: list[list[int]] = [[] for _ in range(workload.n_ops)]
-    for op, ps in enumerate(preds):
-        for q in ps:
-            succs[q].append(op)
     best, best_t = None, math.inf
     for _ in range(samples):
         alloc = pm.random(rng)
         if alloc is None:
             continue
         c = Chromosome(
-            tuple(mutate_schedule(workload.default_schedule(), preds, succs, 1.0, rng)), alloc
+            tuple(
+                mutate_schedule(
+                    workload.default_schedule(), workload.op_preds, workload.op_succs, 1.0, rng
+                )
+            ),
+            alloc,
         )
         t = evaluate(workload, c)
         if t < best_t:

@@ -211,11 +211,8 @@ def greedy_schedule(workload: Workload) -> list[int]:
     for op in range(wl.n_ops):
         for t in wl.op_inputs[op]:
             remaining[t] += 1
-    succs: list[list[int]] = [[] for _ in range(wl.n_ops)]
+    succs = wl.op_succs
     missing = [len(ps) for ps in wl.op_preds]
-    for op, ps in enumerate(wl.op_preds):
-        for q in ps:
-            succs[q].append(op)
     ready = [op for op in range(wl.n_ops) if missing[op] == 0]
     transient = [not (p or k) for p, k in zip(wl.persistent, wl.keep, strict=True)]
 
@@ -296,11 +293,7 @@ def search(
     cfg = config or GAConfig()
     rng = random.Random(cfg.seed)
     pm = PoolModel(workload)
-    preds = workload.op_preds
-    succs: list[list[int]] = [[] for _ in range(workload.n_ops)]
-    for op, ps in enumerate(preds):
-        for q in ps:
-            succs[q].append(op)
+    preds, succs = workload.op_preds, workload.op_succs
     base_schedule = workload.default_schedule()
     base_alloc = pm.random(random.Random(cfg.seed))
     if base_alloc is None:

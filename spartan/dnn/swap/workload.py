@@ -17,6 +17,7 @@ host link bandwidth. It is cheap to pickle, so worker processes receive it once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -118,6 +119,15 @@ class Workload:
             capacity=float(capacity),
             host_bw=float(host_bw),
         )
+
+    @functools.cached_property
+    def op_succs(self) -> tuple[tuple[int, ...], ...]:
+        """Per op, the ops that depend on it (inverse of ``op_preds``)."""
+        succs: list[list[int]] = [[] for _ in range(self.n_ops)]
+        for op, preds in enumerate(self.op_preds):
+            for p in preds:
+                succs[p].append(op)
+        return tuple(tuple(s) for s in succs)
 
     @property
     def n_ops(self) -> int:
