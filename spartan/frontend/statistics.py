@@ -68,8 +68,26 @@ def _ranked(s: Array, q: np.ndarray, method: str, dtype: np.dtype) -> Array:
     return out.reshape(q.shape)
 
 
+def _result_dtype(name: str, dtype: np.dtype, q_user: Any, method: str) -> np.dtype:
+    """NumPy's own result dtype (it depends on whether ``q`` is a scalar or a list)."""
+    probe = np.ones(2, dtype)
+    with np.errstate(all="ignore"):
+        if name in ("median", "nanmedian"):
+            return getattr(np, name)(probe).dtype
+        q = q_user.to_numpy() if isinstance(q_user, Array) else q_user
+        return np.asarray(getattr(np, name)(probe, q, method=method)).dtype
+
+
 def _quantile(
-    a: Any, q: Any, axis: Any, method: str, keepdims: bool, nan: bool, out: Any, name: str
+    a: Any,
+    q: Any,
+    axis: Any,
+    method: str,
+    keepdims: bool,
+    nan: bool,
+    out: Any,
+    name: str,
+    q_user: Any = 0.5,
 ) -> Any:
     if method not in _METHODS:
         raise ValueError(f"'{method}' is not a valid method. Use one of: {_METHODS}")
@@ -78,7 +96,7 @@ def _quantile(
     if np.any((q < 0) | (q > 1)) or np.any(np.isnan(q)):
         raise ValueError("Quantiles must be in the range [0, 1]")
     axes = normalize_axes(axis, x.ndim)
-    dtype = np.quantile(np.ones(2, x.dtype), 0.5, method=method).dtype
+    dtype = _result_dtype(name, x.dtype, q_user, method)
     kept = [i for i in range(x.ndim) if i not in axes]
     if kept or nan or x.size == 0:
         fn = functools.partial(_lanes_quantile, q, method, nan)
@@ -113,7 +131,7 @@ def quantile(
     """The ``q``-th quantiles (``0 <= q <= 1``) along ``axis`` (see :func:`numpy.quantile`)."""
     if weights is not None:
         raise TypeError("spartan.quantile does not take weights")
-    return _quantile(a, q, axis, interpolation or method, keepdims, False, out, "quantile")
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, out, "quantile", q)
 
 
 def percentile(
@@ -134,7 +152,7 @@ def percentile(
     qq = np.true_divide(np.asanyarray(q, dtype=np.float64), 100)
     if np.any((qq < 0) | (qq > 1)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantile(a, qq, axis, interpolation or method, keepdims, False, out, "percentile")
+    return _quantile(a, qq, axis, interpolation or method, keepdims, False, out, "percentile", q)
 
 
 def median(
@@ -156,7 +174,15 @@ def nanquantile(
 ) -> Any:
     """Quantiles ignoring NaN."""
     return _quantile(
-        a, np.asanyarray(q, dtype=np.float64), axis, method, keepdims, True, out, "nanquantile"
+        a,
+        np.asanyarray(q, dtype=np.float64),
+        axis,
+        method,
+        keepdims,
+        True,
+        out,
+        "nanquantile",
+        q,
     )
 
 
@@ -174,7 +200,7 @@ def nanpercentile(
     qq = np.true_divide(np.asanyarray(q, dtype=np.float64), 100)
     if np.any((qq < 0) | (qq > 1)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantile(a, qq, axis, method, keepdims, True, out, "nanpercentile")
+    return _quantile(a, qq, axis, method, keepdims, True, out, "nanpercentile", q)
 
 
 def nanmedian(
