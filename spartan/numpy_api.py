@@ -112,7 +112,7 @@ from spartan.frontend.inspection import (
     may_share_memory,
     shares_memory,
 )
-from spartan.frontend.interpolation import digitize, interp, polyfit, polyval, vander
+from spartan.frontend.interpolation import digitize, interp
 from spartan.frontend.linalg import (
     cross,
     diagonal,
@@ -197,6 +197,18 @@ from spartan.frontend.nanfuncs import (
 )
 from spartan.frontend.npyio import fromfile, load, save, tofile
 from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
+from spartan.frontend.polynomials import (
+    poly,
+    polyadd,
+    polyder,
+    polyfit,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    roots,
+    vander,
+)
 from spartan.frontend.reductions import (
     all,
     amax,

@@ -266,3 +266,24 @@ def test_mask_indices_row_stack(local):
     for g, e in zip(sp.mask_indices(4, sp.triu, 1), np.mask_indices(4, np.triu, 1)):
         close(g, e)
     close(sp.row_stack([sp.ones(2), np.zeros(2)]), np.vstack([np.ones(2), np.zeros(2)]))
+
+
+def test_polynomials(local):
+    cases = [
+        (sp.polyadd([1, 2], [1, 2, 3]), np.polyadd([1, 2], [1, 2, 3])),
+        (
+            sp.polysub(np.array([1, 2]), np.array([1.0, 2, 3])),
+            np.polysub(np.array([1, 2]), np.array([1.0, 2, 3])),
+        ),
+        (sp.polymul([1, 2], [1, 2, 3]), np.polymul([1, 2], [1, 2, 3])),
+        (sp.polyder([1, 2, 3, 4], 2), np.polyder([1, 2, 3, 4], 2)),
+        (sp.polyint([1, 2, 3], 2, [1, 2]), np.polyint([1, 2, 3], 2, [1, 2])),
+        (sp.poly([1, 2, 3]), np.poly([1, 2, 3])),
+        (sp.poly(np.array([[1.0, 2], [3, 4]])), np.poly(np.array([[1.0, 2], [3, 4]]))),
+    ]
+    for got, expected in cases:
+        assert got.dtype == np.asarray(expected).dtype
+        close(got, expected)
+    close(np.sort_complex(sp.roots([1, -6, 11, -6]).to_numpy()), [1, 2, 3])
+    with pytest.raises(ValueError):
+        sp.roots([0, 1, -1]).to_numpy()

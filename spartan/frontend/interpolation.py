@@ -1,6 +1,6 @@
-"""Lookups against small sorted tables: ``interp``, ``digitize`` and ``polyval``.
+"""Lookups against small sorted tables: ``interp`` and ``digitize``.
 
-The table (``xp``/``fp``, ``bins``, coefficients) is a constant sent with the task;
+The table (``xp``/``fp``, ``bins``) is a constant sent with the task;
 ``x`` stays where it is and is mapped tile by tile.
 
 >>> sp.interp(x, [0, 1, 2], [0, 10, 5]); sp.digitize(x, bins)      # doctest: +SKIP
@@ -63,52 +63,3 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Array:
     return elementwise(
         functools.partial(_digitize, b, right), asarray(x), name="digitize", dtype=np.intp
     )
-
-
-def polyval(p: Any, x: Any) -> Array:
-    """The polynomial with coefficients ``p`` (highest first) at ``x`` (Horner's rule
-    as one fused map)."""
-    coeffs = _small(p, "polyval")
-    xx = asarray(x)
-    result = elementwise(np.multiply, xx, 0) + coeffs[0] if coeffs.size else xx * 0
-    for c in coeffs[1:]:
-        result = result * xx + c
-    return result
-
-
-def vander(x: Any, N: int | None = None, increasing: bool = False) -> Array:
-    """Vandermonde matrix: columns are powers of ``x`` (one map over a broadcast)."""
-    xx = asarray(x)
-    if xx.ndim != 1:
-        raise ValueError("x must be a one-dimensional array or sequence.")
-    n = xx.shape[0] if N is None else int(N)
-    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
-    return elementwise(np.power, xx[:, None], powers[None, :], name="vander")
-
-
-def polyfit(
-    x: Any,
-    y: Any,
-    deg: int,
-    rcond: Any = None,
-    full: bool = False,
-    w: Any = None,
-    cov: bool = False,
-) -> Array:
-    """Least-squares polynomial fit (TSQR ``lstsq`` on the Vandermonde matrix)."""
-    from spartan import linalg
-
-    if deg < 0:
-        raise ValueError("expected deg >= 0")
-    if full or cov or w is not None:
-        raise TypeError("spartan.polyfit returns the coefficients only (no full/cov/w)")
-    xx = asarray(x).astype(np.float64)
-    yy = asarray(y).astype(np.float64)
-    if xx.ndim != 1 or xx.shape[0] != yy.shape[0]:
-        raise (
-            TypeError("expected 1D vector for x")
-            if xx.ndim != 1
-            else TypeError("expected x and y to have same length")
-        )
-    coeffs, _, _, _ = linalg.lstsq(vander(xx, deg + 1), yy, rcond)
-    return coeffs
