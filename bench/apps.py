@@ -108,14 +108,10 @@ def _example(module: str, function: str, *params: Any) -> Callable[..., Any]:
     return run
 
 
-def _centers_and_inertia(kmeans: Callable[..., Any]) -> Callable[..., Any]:
-    """k-means results without the labels (near-ties may flip between systems)."""
-
-    def run(xp: Any, x: Any) -> Any:
-        centers, _, inertia = kmeans(xp, x)
-        return centers, inertia
-
-    return run
+def _kmeans(xp: Any, x: Any, k: int, iters: int) -> tuple[Any, Any]:
+    """k-means centers and inertia, without the labels (near-ties may flip between systems)."""
+    centers, _, inertia = _example("kmeans", "kmeans", k, iters)(xp, x)
+    return centers, inertia
 
 
 def _logreg_data(rng: numpy.random.Generator, n: int, d: int) -> tuple[numpy.ndarray, ...]:
@@ -138,12 +134,13 @@ class Workload:
 
     name: str
     program: Callable[..., Any]
-    make: Callable[[numpy.random.Generator, bool], tuple[numpy.ndarray, ...]]
-    sizes: Callable[[bool], str]
+    make: Callable[[numpy.random.Generator], tuple[numpy.ndarray, ...]]
+    sizes: str
     #: Dask chunk counts along each axis of the first input
     pieces: tuple[int, ...] = (8,)
+    #: the hand-written actor program for this workload, with its parameters
     ceiling: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    ceiling_params: tuple[int, ...] = ()
 
 
 def _spd(rng: numpy.random.Generator, n: int) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -157,119 +154,124 @@ def _ratings(rng: numpy.random.Generator, users: int, items: int, rank: int) -> 
     return ratings, observed.astype(numpy.float64), rng.random((items, rank))
 
 
-KM = {"quick": (400_000, 32, 16), "full": (8_000_000, 32, 16)}
+#: k-means (n, d, k, iterations): 3 iterations at 2 GB keep a run of all systems under ~5 min
+KM = {"quick": (200_000, 32, 8, 5), "full": (8_000_000, 32, 16, 3)}
 LR = {"quick": (400_000, 32), "full": (8_000_000, 32)}
 
 
-def _workloads() -> list[Workload]:
-    def q(quick: bool, small: Any, big: Any) -> Any:
+def _workloads(quick: bool) -> list[Workload]:
+    size = "quick" if quick else "full"
+
+    def q(small: Any, big: Any) -> Any:
         return small if quick else big
 
     return [
         Workload(
             "fused",
             _fused,
-            lambda r, qk: (_rand(r, q(qk, 2**23, 2**27)),),
-            lambda qk: f"{q(qk, 2**23, 2**27):,} f64",
+            lambda r: (_rand(r, q(2**23, 2**27)),),
+            f"{q(2**23, 2**27):,} f64",
             ceiling="fused",
         ),
         Workload(
             "transpose_add",
             _transpose_add,
-            lambda r, qk: (_rand(r, q(qk, 2000, 8000), q(qk, 2000, 8000)),),
-            lambda qk: f"{q(qk, 2000, 8000)}^2",
+            lambda r: (_rand(r, q(2000, 8000), q(2000, 8000)),),
+            f"{q(2000, 8000)}^2",
             pieces=(4, 4),
         ),
         Workload(
             "gram",
             _gram,
-            lambda r, qk: (_randn(r, q(qk, 10**6, 8 * 10**6), 32),),
-            lambda qk: f"{q(qk, 10**6, 8 * 10**6):,}x32",
+            lambda r: (_randn(r, q(10**6, 8 * 10**6), 32),),
+            f"{q(10**6, 8 * 10**6):,}x32",
         ),
         Workload(
             "gemv",
             _gemv,
-            lambda r, qk: (_randn(r, q(qk, 10**6, 8 * 10**6), 32), _randn(r, 32)),
-            lambda qk: f"{q(qk, 10**6, 8 * 10**6):,}x32",
+            lambda r: (_randn(r, q(10**6, 8 * 10**6), 32), _randn(r, 32)),
+            f"{q(10**6, 8 * 10**6):,}x32",
         ),
         Workload(
             "matmul",
             _matmul,
-            lambda r, qk: (_rand(r, q(qk, 1024, 4096), q(qk, 1024, 4096)),) * 2,
-            lambda qk: f"{q(qk, 1024, 4096)}^2",
+            lambda r: (_rand(r, q(1024, 4096), q(1024, 4096)),) * 2,
+            f"{q(1024, 4096)}^2",
             pieces=(2, 2),
         ),
         Workload(
             "cumsum0",
             _cumsum0,
-            lambda r, qk: (_rand(r, q(qk, 2000, 6000), q(qk, 2000, 6000)),),
-            lambda qk: f"{q(qk, 2000, 6000)}^2",
+            lambda r: (_rand(r, q(2000, 6000), q(2000, 6000)),),
+            f"{q(2000, 6000)}^2",
             pieces=(4, 4),
         ),
         Workload(
             "cumsum1",
             _cumsum1,
-            lambda r, qk: (_rand(r, q(qk, 2000, 6000), q(qk, 2000, 6000)),),
-            lambda qk: f"{q(qk, 2000, 6000)}^2",
+            lambda r: (_rand(r, q(2000, 6000), q(2000, 6000)),),
+            f"{q(2000, 6000)}^2",
             pieces=(4, 4),
         ),
         Workload(
             "filter",
             _filter,
-            lambda r, qk: (_rand(r, q(qk, 2**23, 2**25)),),
-            lambda qk: f"{q(qk, 2**23, 2**25):,} f64",
+            lambda r: (_rand(r, q(2**23, 2**25)),),
+            f"{q(2**23, 2**25):,} f64",
         ),
         Workload(
             "kmeans",
-            _centers_and_inertia(_example("kmeans", "kmeans", KM["full"][2], 10)),
-            lambda r, qk: (_rand(r, *KM["quick" if qk else "full"][:2]),),
-            lambda qk: "{:,}x{} k={} 10 it".format(*KM["quick" if qk else "full"]),
+            lambda xp, x: _kmeans(xp, x, *KM[size][2:]),
+            lambda r: (_rand(r, *KM[size][:2]),),
+            "{:,}x{} k={} {} it".format(*KM[size]),
             ceiling="kmeans",
+            ceiling_params=KM[size][2:],
         ),
         Workload(
             "logreg",
             _example("logistic_regression", "logistic_regression", 10, 1.0),
-            lambda r, qk: _logreg_data(r, *LR["quick" if qk else "full"]),
-            lambda qk: "{:,}x{} 10 it".format(*LR["quick" if qk else "full"]),
+            lambda r: _logreg_data(r, *LR[size]),
+            "{:,}x{} 10 it".format(*LR[size]),
             ceiling="logreg",
+            ceiling_params=(10,),
         ),
         Workload(
             "als",
-            _example("als", "program"),
-            lambda r, qk: _ratings(r, q(qk, 2000, 20000), q(qk, 500, 2000), 10),
-            lambda qk: f"{q(qk, 2000, 20000)}x{q(qk, 500, 2000)} rank 10",
+            _example("als", "als", 5, 0.1),
+            lambda r: _ratings(r, q(2000, 20000), q(500, 2000), 10),
+            f"{q(2000, 20000)}x{q(500, 2000)} rank 10",
         ),
         Workload(
             "ssvd",
             _example("ssvd", "ssvd", 10, 2),
-            lambda r, qk: (_randn(r, q(qk, 20000, 200000), 500), _randn(r, 500, 20)),
-            lambda qk: f"{q(qk, 20000, 200000):,}x500 k=10",
+            lambda r: (_randn(r, q(20000, 200000), 500), _randn(r, 500, 20)),
+            f"{q(20000, 200000):,}x500 k=10",
         ),
         Workload(
             "pca",
             _example("pca", "pca", 5),
-            lambda r, qk: (_randn(r, q(qk, 200000, 2 * 10**6), 50),),
-            lambda qk: f"{q(qk, 200000, 2 * 10**6):,}x50 k=5",
+            lambda r: (_randn(r, q(200000, 2 * 10**6), 50),),
+            f"{q(200000, 2 * 10**6):,}x50 k=5",
         ),
         Workload(
             "cg",
             _example("conjugate_gradient", "conjugate_gradient", 20),
-            lambda r, qk: _spd(r, q(qk, 2000, 8000)),
-            lambda qk: f"n={q(qk, 2000, 8000)} 20 it",
+            lambda r: _spd(r, q(2000, 8000)),
+            f"n={q(2000, 8000)} 20 it",
             pieces=(4, 4),
         ),
         Workload(
             "cholesky",
             _example("cholesky", "cholesky_solve"),
-            lambda r, qk: _spd(r, q(qk, 1000, 4000)),
-            lambda qk: f"n={q(qk, 1000, 4000)}",
+            lambda r: _spd(r, q(1000, 4000)),
+            f"n={q(1000, 4000)}",
             pieces=(2, 2),
         ),
         Workload(
             "stencil",
             _star_stencil,
-            lambda r, qk: (_rand(r, q(qk, 2000, 8000), q(qk, 2000, 8000)).astype(numpy.float32),),
-            lambda qk: f"{q(qk, 2000, 8000)}^2 f32",
+            lambda r: (_rand(r, q(2000, 8000), q(2000, 8000)).astype(numpy.float32),),
+            f"{q(2000, 8000)}^2 f32",
             pieces=(4, 4),
         ),
     ]
@@ -305,10 +307,12 @@ class HalfOfTheData:
 class Ceiling:
     """``CORES`` actors, each given its share of the inputs once, driven by plain calls."""
 
-    def __init__(self, kind: str, inputs: tuple[numpy.ndarray, ...]) -> None:
+    def __init__(
+        self, kind: str, params: tuple[int, ...], inputs: tuple[numpy.ndarray, ...]
+    ) -> None:
         import ray
 
-        self.kind = kind
+        self.kind, self.params = kind, params
         self.n = inputs[0].shape[0]
         actor = ray.remote(HalfOfTheData).options(num_cpus=0)
         bounds = numpy.linspace(0, self.n, CORES + 1).astype(int)
@@ -316,7 +320,7 @@ class Ceiling:
             actor.remote(*[ray.put(numpy.ascontiguousarray(a[lo:hi])) for a in inputs])
             for lo, hi in zip(bounds[:-1], bounds[1:])
         ]
-        self.first_rows = inputs[0][: KM["full"][2]].copy()
+        self.first_rows = inputs[0][: params[0]].copy() if kind == "kmeans" else inputs[0][:1]
 
     def run(self) -> Any:
         import ray
@@ -325,11 +329,11 @@ class Ceiling:
             return sum(ray.get([a.fused.remote() for a in self.actors]))
         if self.kind == "logreg":
             w = numpy.zeros(self.first_rows.shape[1])
-            for _ in range(10):
+            for _ in range(self.params[0]):
                 w = w - sum(ray.get([a.logreg_grad.remote(w) for a in self.actors])) / self.n
             return w
         centers = self.first_rows
-        for _ in range(10):
+        for _ in range(self.params[1]):
             parts = ray.get([a.kmeans_step.remote(centers) for a in self.actors])
             sums, counts, inertia = (sum(p[i] for p in parts) for i in range(3))
             centers = numpy.where(
@@ -481,7 +485,7 @@ class CeilingSystem(System):
 
     def load(self, w: Workload, inputs: tuple[numpy.ndarray, ...]) -> None:
         self.w = w
-        self.ceiling = Ceiling(w.ceiling, inputs) if w.ceiling else None
+        self.ceiling = Ceiling(w.ceiling, w.ceiling_params, inputs) if w.ceiling else None
 
     def run(self) -> Any:
         return self.ceiling.run()
@@ -564,9 +568,9 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     from harness import mismatches
 
     rng = numpy.random.default_rng(0)
-    inputs = w.make(rng, quick)
+    inputs = w.make(rng)
     want = _to_numpy(w.program(numpy, *inputs))
-    row = Row(w.name, w.sizes(quick), {}, {})
+    row = Row(w.name, w.sizes, {}, {})
     active = []
     for s in systems:
         if s.name == "ceiling" and not w.ceiling:
@@ -712,8 +716,7 @@ def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    workloads = _workloads()
-    names = [w.name for w in workloads]
+    names = [w.name for w in _workloads(True)]
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -725,9 +728,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-save", action="store_true", help=f"do not update {RESULTS.name}")
     args = p.parse_args(argv)
+    workloads = _workloads(args.quick)
     if args.list:
         for w in workloads:
-            print(f"{w.name:15s} default {w.sizes(False):28s} quick {w.sizes(True)}")
+            quick = {q.name: q.sizes for q in _workloads(True)}[w.name]
+            print(f"{w.name:15s} default {w.sizes:28s} quick {quick}")
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     log.setLevel(logging.INFO)
@@ -747,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in workloads:
             if args.only and w.name not in args.only:
                 continue
-            log.info("workload %s (%s)", w.name, w.sizes(args.quick))
+            log.info("workload %s (%s)", w.name, w.sizes)
             rows.append(measure(w, systems, args.repeats, args.quick))
             print(table([_cells(rows[-1])]).splitlines()[-1], flush=True)
     finally:

@@ -43,10 +43,16 @@ def half_step(R: Any, W: Any, V: Any, lam: float) -> Any:
     return np.linalg.solve(A, b[:, :, None])[:, :, 0]
 
 
+def als(R: Any, W: Any, V: Any, iters: int, lam: float) -> tuple[Any, Any]:
+    """User and item factors after ``iters`` alternations from item factors ``V``."""
+    for _ in range(iters):
+        U = half_step(R, W, V, lam)
+        V = half_step(R.T, W.T, U, lam)
+    return U, V
+
+
 def program(R: Any, W: Any, V: Any, args: Namespace) -> tuple[Any, Any, Any]:
-    for _ in range(args.iters):
-        U = half_step(R, W, V, args.lam)
-        V = half_step(R.T, W.T, U, args.lam)
+    U, V = als(R, W, V, args.iters, args.lam)
     err = (R - U @ V.T) * W
     rmse = np.sqrt((err * err).sum() / W.sum())
     return U, V, rmse
