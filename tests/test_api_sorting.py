@@ -162,3 +162,22 @@ def test_sort_on_ray_moves_no_driver_data(backend):
     # only the per-bucket counts come back to the driver while sorting
     assert stats["bytes_to_driver"] < 1000
     np.testing.assert_array_equal(s.to_numpy(), np.sort(a))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_unique_slices(local, tiling, axis):
+    a = np.random.default_rng(7).integers(0, 3, (12, 2))
+    got = sp.unique(
+        sp.array(a, tiling=tiling),
+        axis=axis,
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+    )
+    exp = np.unique(a, axis=axis, return_index=True, return_inverse=True, return_counts=True)
+    for g, e in zip(got, exp):
+        np.testing.assert_array_equal(g.to_numpy(), e)
+    b = np.random.default_rng(8).integers(0, 2, (3, 4, 2)).astype(float)
+    np.testing.assert_array_equal(
+        sp.unique(sp.array(b, tiling=tiling), axis=1).to_numpy(), np.unique(b, axis=1)
+    )

@@ -59,7 +59,7 @@ def unique(
     """
     x = asarray(ar)
     if axis is not None:
-        raise TypeError("spartan.unique works on the flattened array (axis=None)")
+        return _unique_slices(x, axis, return_index, return_inverse, return_counts, equal_nan)
     flat = x.ravel()
     n = flat.shape[0]
     if return_index or return_inverse:
@@ -83,6 +83,69 @@ def unique(
         ends = concatenate([first[1:], asarray(np.array([n], dtype=np.intp))])
         extra.append(ends - first)
     return (values, *extra) if extra else values
+
+
+class _RowsToRecords:
+    """``f_join``: each row of a group becomes one record with a field per column."""
+
+    def __init__(self, record: np.dtype):
+        self.record = record
+
+    def __call__(self, extents, block: np.ndarray):
+        return [(extents[0].rows, np.ascontiguousarray(block).view(self.record).reshape(-1))]
+
+
+class _RecordsToRows:
+    def __init__(self, dtype: np.dtype, k: int):
+        self.dtype, self.k = dtype, k
+
+    def __call__(self, extents, block: np.ndarray):
+        return [(extents[0].rows, np.ascontiguousarray(block).view(self.dtype).reshape(-1, self.k))]
+
+
+def _unique_slices(
+    x: Array,
+    axis: Any,
+    return_index: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    equal_nan: bool,
+) -> Any:
+    """``unique`` of the slices along ``axis``: each slice becomes one record (fields
+    compare in order, like NumPy's lexicographic slice order), the records go through
+    the 1-d ``unique``, and the unique records turn back into slices."""
+    import math
+
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.reductions import normalize_axes
+
+    (ax,) = normalize_axes(axis, x.ndim)
+    y = moveaxis(x, ax, 0)
+    n, rest = y.shape[0], y.shape[1:]
+    k = math.prod(rest)
+    rows = y.reshape(n, k)
+    record = np.dtype([(f"f{i}", x.dtype) for i in range(k)])
+    recs = Array(
+        JoinUpdate(
+            _RowsToRecords(record), None, [rows._expr], [0], (n,), record, name="rows_to_records"
+        )
+    )
+    out = unique(recs, return_index, return_inverse, return_counts, equal_nan=equal_nan)
+    values, extra = (out[0], list(out[1:])) if isinstance(out, tuple) else (out, [])
+    u = values.shape[0]
+    back = Array(
+        JoinUpdate(
+            _RecordsToRows(x.dtype, k),
+            None,
+            [values._expr],
+            [0],
+            (u, k),
+            x.dtype,
+            name="records_to_rows",
+        )
+    )
+    slices = moveaxis(back.reshape((u,) + rest), 0, ax)
+    return (slices, *extra) if extra else slices
 
 
 class UniqueAll(NamedTuple):

@@ -42,10 +42,6 @@ def record_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype([("v", dtype), ("i", np.int64)])
 
 
-def _is_records(a: np.ndarray) -> bool:
-    return a.dtype.names is not None
-
-
 class _LocalSort:
     """Sort one tile (as (value, global index) records when ``with_index``); pick
     regular samples."""
@@ -68,12 +64,12 @@ class _LocalSort:
 
 
 class _Splitters:
-    def __init__(self, parts: int):
-        self.parts = parts
+    def __init__(self, parts: int, with_index: bool):
+        self.parts, self.with_index = parts, with_index
 
     def __call__(self, *samples: np.ndarray) -> np.ndarray:
         allsamp = np.concatenate(samples)
-        if _is_records(allsamp):
+        if self.with_index:
             allsamp = allsamp[np.lexsort((allsamp["i"], allsamp["v"]))]
         else:
             allsamp = np.sort(allsamp)
@@ -83,10 +79,10 @@ class _Splitters:
         return allsamp[pick]
 
 
-def _cut(run: np.ndarray, split: np.ndarray) -> np.ndarray:
+def _cut(run: np.ndarray, split: np.ndarray, with_index: bool) -> np.ndarray:
     """Positions in ``run`` of the first element ``>=`` each splitter ((value, index)
     order for records, so ties are split between buckets too)."""
-    if not _is_records(run):
+    if not with_index:
         return np.searchsorted(run, split, "left")
     v, i = run["v"], run["i"]
     lo = np.searchsorted(v, split["v"], "left")
@@ -97,26 +93,32 @@ def _cut(run: np.ndarray, split: np.ndarray) -> np.ndarray:
 
 
 class _Partition:
-    def __init__(self, parts: int):
-        self.parts = parts
+    def __init__(self, parts: int, with_index: bool):
+        self.parts, self.with_index = parts, with_index
 
     def __call__(self, run: np.ndarray, split: np.ndarray) -> Any:
-        bounds = [0, *_cut(run, split), run.size] if split.size else [0, run.size]
+        cuts = _cut(run, split, self.with_index) if split.size else []
+        bounds = [0, *cuts, run.size]
         bounds += [run.size] * (self.parts + 1 - len(bounds))
         buckets = tuple(run[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
         return buckets[0] if self.parts == 1 else buckets
 
 
-def _merge(*buckets: np.ndarray) -> tuple[np.ndarray, int]:
+class _Merge:
     """Merge the sorted runs a bucket received, in tile order.
 
     Tiles hold increasing ranges of global indices, so among equal values the
     concatenation is already in index order: a stable sort on the values alone (a
     run-detecting merge sort) gives (value, index) order."""
-    cat = np.concatenate(buckets)
-    if _is_records(cat):
-        return cat[np.argsort(cat["v"], kind="stable")], int(cat.size)
-    return np.sort(cat, kind="stable"), int(cat.size)
+
+    def __init__(self, with_index: bool):
+        self.with_index = with_index
+
+    def __call__(self, *buckets: np.ndarray) -> tuple[np.ndarray, int]:
+        cat = np.concatenate(buckets)
+        if self.with_index:
+            return cat[np.argsort(cat["v"], kind="stable")], int(cat.size)
+        return np.sort(cat, kind="stable"), int(cat.size)
 
 
 def _identity(x: np.ndarray) -> np.ndarray:
@@ -161,15 +163,17 @@ class SampleSort(Expr):
             samples.append(keys[1])
             owners.append(w)
         split = (self.uid, "split")
-        be.submit(0, _Splitters(parts), samples, [split])
+        be.submit(0, _Splitters(parts, self.with_index), samples, [split])
         buckets = [[(self.uid, "bucket", i, j) for j in range(parts)] for i in range(parts)]
         for i, (run, w) in enumerate(zip(runs, owners)):
-            be.submit(w, _Partition(parts), [run, split], buckets[i])
+            be.submit(w, _Partition(parts, self.with_index), [run, split], buckets[i])
         merged, handles = [], []
         for j in range(parts):
             key = (self.uid, "merged", j)
             ins = [buckets[i][j] for i in range(parts)]
-            handles.append(be.submit(owners[j], _merge, ins, [key], want_result=True))
+            handles.append(
+                be.submit(owners[j], _Merge(self.with_index), ins, [key], want_result=True)
+            )
             merged.append(key)
         counts = be.results(handles)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
