@@ -21,13 +21,13 @@ TILINGS = ["row", "column", "block", "dup"]
 DEVICE = os.environ.get("SPARTAN_TEST_DEVICE", "cpu")
 
 
+_live: dict[str, object] = {}  # the backends in use (a test's spartan.init may end one)
+
+
 @pytest.fixture(scope="session")
-def ray_backend():
-    """A Ray backend with 2 workers (``num_cpus=2``), started once per session."""
+def _ray_session():
+    """Ray itself, started once per session with ``num_cpus=2``."""
     ray = pytest.importorskip("ray")
-
-    from spartan.backend.ray_backend import RayBackend
-
     started = not ray.is_initialized()
     if started:
         ray.init(
@@ -38,21 +38,34 @@ def ray_backend():
             log_to_driver=False,
             configure_logging=False,
         )
-    if DEVICE == "gpu":
-        be = RayBackend(num_workers=2, num_gpus_per_worker=0.5, device="gpu")
-    else:
-        be = RayBackend(num_workers=2)
-    yield be
-    be.shutdown()
+    yield
+    if _live.get("ray") is not None:
+        _live.pop("ray").shutdown()
     if started:
         ray.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def ray_backend(_ray_session):
+    """A Ray backend with 2 workers, made once (again only if a test shut it down)."""
+    from spartan.backend.ray_backend import RayBackend
+
+    be = _live.get("ray")
+    if be is None or not be.nworkers:
+        gpus = 0.5 if DEVICE == "gpu" else 0
+        be = _live["ray"] = RayBackend(num_workers=2, num_gpus_per_worker=gpus, device=DEVICE)
+    return be
+
+
+@pytest.fixture
 def local_backend():
+    """The in-process backend with 3 workers (made again if a test shut it down)."""
     from spartan.backend.local import LocalBackend
 
-    return LocalBackend(num_workers=3, device=DEVICE)
+    be = _live.get("local")
+    if be is None or not be.nworkers:
+        be = _live["local"] = LocalBackend(num_workers=3, device=DEVICE)
+    return be
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +83,8 @@ def backend(request):
     session.use(be)
     be.reset_stats()
     yield be
-    session.use(request.getfixturevalue("local_backend"))
+    if _live.get("local") is not None:  # later tests default to in-process workers
+        session.use(_live["local"])
 
 
 @pytest.fixture
