@@ -169,3 +169,19 @@ def test_where_masks(local, tiling, axis):
         )
     with pytest.raises(ValueError):
         sp.min(x, where=w)
+
+
+@pytest.mark.parametrize("bins", ["auto", "fd", "doane", "rice", "scott", "sqrt", "sturges"])
+def test_histogram_bin_rules(local, tiling, bins):
+    rng = np.random.default_rng(9)
+    for a in (rng.standard_normal(300), rng.integers(0, 20, 150), np.ones(10)):
+        x = sp.array(a, tiling=tiling)
+        close(sp.histogram_bin_edges(x, bins), np.histogram_bin_edges(a, bins))
+        np.testing.assert_array_equal(sp.histogram(x, bins)[0].to_numpy(), np.histogram(a, bins)[0])
+    a = rng.standard_normal(200)
+    close(
+        sp.histogram_bin_edges(sp.array(a), bins, range=(0, 1)),
+        np.histogram_bin_edges(a, bins, range=(0, 1)),
+    )
+    with pytest.raises(ValueError):
+        sp.histogram(sp.array(a), "bogus")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -313,25 +314,11 @@ def histogram(
 ) -> tuple[Array, np.ndarray]:
     """Counts of ``a`` in ``bins`` and the bin edges (see :func:`numpy.histogram`).
 
-    Without ``range``, the data's min and max are two forced scalars (the edges are
-    small driver-side data); per-tile histograms are added by a ``join_update``.
+    The edges come from :func:`histogram_bin_edges` (small driver-side data); per-tile
+    histograms are added by a ``join_update``.
     """
-    from spartan.frontend.reductions import max as _max
-    from spartan.frontend.reductions import min as _min
-
     x = asarray(a).ravel()
-    if isinstance(bins, str):
-        raise TypeError("spartan.histogram takes a bin count or explicit edges")
-    if np.ndim(bins) == 0:
-        if range is None:
-            lo, hi = (float(_min(x)), float(_max(x))) if x.size else (0.0, 1.0)
-        else:
-            lo, hi = range
-        edges = np.histogram_bin_edges(np.array([lo, hi]), int(bins), range=(lo, hi))
-    else:
-        edges = np.asarray(bins)
-        if np.any(edges[:-1] > edges[1:]):
-            raise ValueError("`bins` must increase monotonically, when an array")
+    edges = histogram_bin_edges(x, bins, range)
     inputs = [x._expr]
     dtype = np.intp
     if weights is not None:
@@ -409,23 +396,87 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -
     return np.clip(out, -1, 1) if out.dtype.kind != "c" else out
 
 
+_RULES = ("auto", "fd", "doane", "rice", "scott", "sqrt", "sturges")
+
+
+def _rule_width(rule: str, x: Array, ptp: float) -> float:
+    """NumPy's bin width estimators, from forced scalar statistics of ``x`` (``ptp``
+    is the data's own range)."""
+    from spartan.frontend.reductions import mean, std
+
+    n = x.size
+    if rule == "sqrt":
+        return ptp / np.sqrt(n)
+    if rule == "sturges":
+        return ptp / (np.log2(n) + 1.0)
+    if rule == "rice":
+        return ptp / (2.0 * n ** (1.0 / 3))
+    if rule == "scott":
+        return (24.0 * np.pi**0.5 / n) ** (1.0 / 3.0) * float(std(x))
+    if rule == "fd":
+        q75, q25 = (float(v) for v in percentile(x, [75, 25]).to_numpy())
+        return 2.0 * (q75 - q25) * n ** (-1.0 / 3.0)
+    if rule == "doane":
+        if n <= 2:
+            return 0.0
+        sg1 = np.sqrt(6.0 * (n - 2) / ((n + 1.0) * (n + 3)))
+        sigma = float(std(x))
+        if sigma <= 0:
+            return 0.0
+        g1 = float(mean(((x - mean(x)) / sigma) ** 3))
+        return ptp / (1.0 + np.log2(n) + np.log2(1.0 + abs(g1) / sg1))
+    fd = _rule_width("fd", x, ptp)
+    sturges = _rule_width("sturges", x, ptp)
+    return min(fd, sturges) if fd else sturges
+
+
 def histogram_bin_edges(
     a: Any, bins: Any = 10, range: Any = None, weights: Any = None
 ) -> np.ndarray:
-    """The bin edges :func:`histogram` uses (from two forced scalars without ``range``)."""
+    """The bin edges :func:`histogram` uses: a count, explicit edges, or one of NumPy's
+    rules (``auto``, ``fd``, ``doane``, ``rice``, ``scott``, ``sqrt``, ``sturges``).
+
+    Data-dependent edges come from forced scalars (min, max and, for the rules, std,
+    quartiles or skewness); the edges themselves are small driver-side data."""
+    from spartan.frontend.indexing import compress_mask
     from spartan.frontend.reductions import max as _max
     from spartan.frontend.reductions import min as _min
 
+    x = asarray(a).ravel()
     if np.ndim(bins) == 1:
-        return np.asarray(bins)
-    if isinstance(bins, str):
-        raise TypeError("spartan.histogram_bin_edges takes a bin count or explicit edges")
-    x = asarray(a)
+        edges = np.asarray(bins)
+        if np.any(edges[:-1] > edges[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return edges
+    if isinstance(bins, str) and bins not in _RULES:
+        raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
     if range is None:
         lo, hi = (float(_min(x)), float(_max(x))) if x.size else (0.0, 1.0)
     else:
-        lo, hi = range
-    return np.histogram_bin_edges(np.array([lo, hi]), int(bins), range=(lo, hi))
+        lo, hi = (float(v) for v in range)
+        if lo > hi:
+            raise ValueError("max must be larger than min in range parameter.")
+    data_lo, data_hi = lo, hi
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    if isinstance(bins, str):
+        if weights is not None:
+            raise TypeError(
+                "Automated estimation of the number of bins is not supported for weighted data"
+            )
+        data = x
+        if range is not None:  # NumPy estimates from the data inside the range
+            data = compress_mask(x, (x >= lo) & (x <= hi))
+            data_lo, data_hi = (float(_min(data)), float(_max(data))) if data.size else (0, 0)
+        width = _rule_width(bins, data, data_hi - data_lo) if data.size else 0.0
+        if width and x.dtype.kind in "iu" and width < 1:
+            width = 1
+        count = int(np.ceil((hi - lo) / width)) if width else 1
+    else:
+        count = operator.index(bins)
+        if count < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+    return np.histogram_bin_edges(np.array([lo, hi]), count, range=(lo, hi))
 
 
 class _HistogramDD:
