@@ -161,6 +161,16 @@ def _svd_packed(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _svd_full_packed(a: np.ndarray) -> np.ndarray:
+    u, s, vh = np.linalg.svd(a, full_matrices=True)
+    m, n = a.shape
+    out = np.zeros((m + 1 + n, max(m, n)), u.dtype)
+    out[:m, :m] = u
+    out[m, : s.shape[0]] = s
+    out[m + 1 :, :n] = vh
+    return out
+
+
 def _small_svd(x: Array) -> tuple[Array, Array, Array]:
     m, n = x.shape
     k = min(m, n)
@@ -178,11 +188,12 @@ def svd(
     x = _matrix(a, "svd")
     m, n = x.shape
     if full_matrices and m != n and compute_uv:
+        # one task: U (m x m), S and Vh (n x n) packed in the rows of one array
         dtype = np.linalg.svd(np.ones((1, 1), x.dtype))[0].dtype
-        u = dense(lambda b: np.linalg.svd(b)[0], [x], (m, m), dtype, "svd_u")
-        _, s, _ = _small_svd(x)
-        vh = dense(lambda b: np.linalg.svd(b)[2], [x], (n, n), dtype, "svd_vh")
-        return SVDResult(u, s, vh)
+        k = min(m, n)
+        packed = dense(_svd_full_packed, [x], (m + 1 + n, max(m, n)), dtype, "svd")
+        s = packed[m, :k].real.astype(np.finfo(dtype).dtype)
+        return SVDResult(packed[:m, :m], s, packed[m + 1 :, :n])
     groups = _tsqr_groups(m, n)
     if groups > 1:
         q, r = tsqr(x, groups)
