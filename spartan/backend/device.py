@@ -36,6 +36,11 @@ def array_module(*arrays: Any) -> ModuleType:
     return np
 
 
+def contiguous(block: Any) -> Any:
+    """``block`` in C order with its shape kept (``ascontiguousarray`` makes 0-d arrays 1-d)."""
+    return block if block.flags.c_contiguous else block.copy(order="C")
+
+
 def to_host(value: Any) -> Any:
     """``value`` with every GPU array copied to host memory (tuples/lists too)."""
     if isinstance(value, np.ndarray):

@@ -71,6 +71,8 @@ class Master(ABC):
         if not 0 <= worker < self.nworkers:
             raise ValueError(f"worker {worker} out of range for {self.nworkers} workers")
         inputs = self._localize(worker, inputs)
+        for key in outputs:  # recorded first: a failing task's outputs can be deleted too
+            self._record(key, worker)
         handle = self._dispatch(
             worker,
             fn,
@@ -79,8 +81,6 @@ class Master(ABC):
             want_result,
             self._remote_pieces(worker, inputs),
         )
-        for key in outputs:
-            self._record(key, worker)
         return handle
 
     def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Key, Region
-from spartan.backend.device import array_module, gpu_memory, sync_device, to_device, to_host
+from spartan.backend.device import (
+    array_module,
+    contiguous,
+    gpu_memory,
+    sync_device,
+    to_device,
+    to_host,
+)
 
 
 def nbytes_of(value: Any) -> int:
@@ -89,8 +96,8 @@ class Worker:
         if isinstance(block, TaskFailed):
             return block
         part = take(block, src, perm)
-        if isinstance(part, np.ndarray):  # (ascontiguousarray would make 0-d arrays 1-d)
-            return part if part.flags.c_contiguous else part.copy(order="C")
+        if isinstance(part, np.ndarray):
+            return contiguous(part)
         return to_host(part)  # GPU blocks travel through host memory
 
     def fetch(self, key: Key, src: tuple | None = None) -> Any:
@@ -133,7 +140,8 @@ class Worker:
                 self._set(key, v)
             return result
         except Exception as error:  # noqa: BLE001 -- stored so readers re-raise the cause
-            failed = TaskFailed(error)
+            # without its traceback: frames would keep the task's blocks alive
+            failed = TaskFailed(error.with_traceback(None))
             for key in outputs:
                 self._set(key, failed)
             return failed

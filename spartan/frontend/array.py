@@ -145,8 +145,8 @@ class Array:
         return operator.index(self._scalar("index"))
 
     def _scalar(self, kind: str) -> Any:
-        if self.size != 1:
-            raise TypeError(f"only length-1 arrays can be converted to Python scalars ({kind})")
+        if self.ndim != 0:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         return self.to_numpy().reshape(()).item()
 
     def __len__(self) -> int:

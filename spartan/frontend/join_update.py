@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from spartan.backend.device import array_module
+from spartan.backend.device import array_module, contiguous
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import Box, Tiling, box_shape
@@ -82,7 +82,7 @@ class _JoinTask:
             upd = xp.broadcast_to(xp.asarray(update), box_shape(box))
             for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
                 src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
-                per_tile[idx].append((inter, xp.ascontiguousarray(upd[src])))
+                per_tile[idx].append((inter, contiguous(upd[src])))
         out = tuple(per_tile[t] for t in self.targets)
         return out[0] if len(out) == 1 else out  # one output: the value itself
 

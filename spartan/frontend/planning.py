@@ -88,8 +88,14 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
 
     User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
     """
-    program, node_of, inputs = to_program(order)
     tilings = local_rules(order, nworkers)
+    try:
+        program, node_of, inputs = to_program(order)
+    except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
+        if config.strict_optimizer:
+            raise
+        log.warning("tiling optimizer failed (%s); using local tiling rules", error)
+        return tilings, None
     fixed = {
         node_of[e.uid]: e.tiling_hint
         for e in order

@@ -89,7 +89,7 @@ def ufunc_reduce(
         mask = broadcast_to(_to_array(where).astype(bool), x.shape)
         x = elementwise(np.where, mask, x, np.asarray(fill, x.dtype)[()], name="where_mask")
     axes = normalize_axes(axis, x.ndim)
-    if x.size == 0 and ufunc.identity is None and initial is np._NoValue:
+    if builtins.any(x.shape[a] == 0 for a in axes) and ufunc.identity is None and initial is np._NoValue:
         raise ValueError(
             f"zero-size array to reduction operation {ufunc.__name__} which has no identity"
         )
@@ -310,7 +310,12 @@ def _arg_final(rec: np.ndarray) -> np.ndarray:
 
 def _arg(pick: Any, better: Any, name: str, a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
     x = _to_array(a)
-    if x.size == 0:
+    if (
+        axis is None
+        and x.size == 0
+        or axis is not None
+        and x.shape[normalize_axes(axis, x.ndim)[0]] == 0
+    ):
         raise ValueError(f"attempt to get {name} of an empty sequence")
     if axis is None:
         axes = tuple(range(x.ndim))

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import contiguous
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import Box, box_shape
@@ -69,7 +70,7 @@ class FromNumpy(Expr):
     def lower(self, ctx: Lowering) -> None:
         tiles = ctx.new_tiles(self)
         for idx, box, w in tiles.placements():
-            block = np.ascontiguousarray(self.array[tuple(slice(lo, hi) for lo, hi in box)])
+            block = contiguous(self.array[tuple(slice(lo, hi) for lo, hi in box)])
             ctx.backend.put(tiles.key(idx), block, w)
         self.data = tiles
         self.array = None

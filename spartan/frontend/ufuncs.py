@@ -113,7 +113,7 @@ def _store(result: Any, out: Any) -> Any:
                 f"the broadcast shape {r.shape}"
             )
         o._expr = r.astype(o.dtype)._expr if r.dtype != o.dtype else r._expr
-    return out
+    return outs[0] if len(outs) == 1 else outs  # NumPy returns the out array itself
 
 
 def dispatch(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
