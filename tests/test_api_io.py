@@ -54,3 +54,16 @@ def test_errors(local, tmp_path):
         sp.tofile(sp.ones(3), tmp_path / "x.txt", sep=",")
     with pytest.raises(FileNotFoundError):
         sp.load(tmp_path / "missing.npy")
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_members_read_by_workers(local, tiling, tmp_path, compressed):
+    a = np.arange(35.0).reshape(5, 7)
+    b = np.arange(10, dtype=np.int16)
+    save = np.savez_compressed if compressed else np.savez
+    save(tmp_path / "z.npz", a=a, b=b)
+    z = sp.load(tmp_path / "z.npz")
+    assert sorted(z.files) == ["a", "b"] and len(z) == 2
+    np.testing.assert_array_equal(z["a"].retile(tiling).to_numpy(), a)
+    np.testing.assert_array_equal(z["b"].to_numpy(), b)
+    assert z["b"].dtype == np.int16

@@ -1,4 +1,4 @@
-"""``.npy`` and raw binary files, read and written tile by tile by the workers.
+"""``.npy``/``.npz`` and raw binary files, read and written tile by tile by the workers.
 
 ``load`` reads the header on the driver, then every tile is read by the worker that
 holds it from a memory map of the file (``newarray``); ``save`` writes the header, then
@@ -12,6 +12,9 @@ passes through the driver; workers must see the same file system as the driver.
 from __future__ import annotations
 
 import os
+import struct
+import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -48,24 +51,99 @@ class _ReadRaw:
         return np.array(mm[tuple(slice(lo, hi) for lo, hi in box)], dtype=dtype)
 
 
-def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, **kwargs: Any) -> Array:
-    """A ``.npy`` file as a spartan array, each tile read by its own worker."""
-    path = _path(file)
-    with open(path, "rb") as f:
-        if f.read(6) != b"\x93NUMPY":
-            raise ValueError(f"{path} is not a .npy file (spartan.load reads .npy only)")
-        f.seek(0)
-        version = np.lib.format.read_magic(f)
-        read_header = (
-            np.lib.format.read_array_header_1_0
-            if version == (1, 0)
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, fortran, dtype = read_header(f)
+def _read_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran flag and dtype of the ``.npy`` stream at ``f``'s position."""
+    version = np.lib.format.read_magic(f)
+    read = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = read(f)
     if fortran and len(shape) > 1:
-        raise ValueError("spartan.load reads C-ordered .npy files only")
+        raise ValueError("spartan.load reads C-ordered arrays only")
     if dtype.hasobject:
         raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+    return shape, fortran, dtype
+
+
+class _ReadMember:
+    """A tile of an ``.npz`` member: a memory map of a stored member, or (compressed)
+    the member decompressed by the worker itself."""
+
+    def __init__(
+        self, path: str, member: str, offset: int | None, shape: tuple[int, ...], dtype: np.dtype
+    ):
+        self.path, self.member, self.offset = path, member, offset
+        self.shape, self.dtype = shape, dtype
+
+    def __call__(self, box: Box, dtype: np.dtype) -> np.ndarray:
+        sel = tuple(slice(lo, hi) for lo, hi in box)
+        if self.offset is not None:
+            mm = np.memmap(self.path, self.dtype, "r", self.offset, self.shape)
+            return np.array(mm[sel], dtype=dtype)
+        with zipfile.ZipFile(self.path) as z, z.open(self.member) as f:
+            return np.array(np.lib.format.read_array(f)[sel], dtype=dtype)
+
+
+class NpzFile(Mapping):
+    """The arrays of an ``.npz`` file by name, as lazy spartan arrays."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._arrays: dict[str, Array] = {}
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                name = info.filename[: -len(".npy")]
+                with z.open(info) as f:
+                    shape, _, dtype = _read_header(f)
+                    header_len = f.tell()
+                offset = None
+                if info.compress_type == zipfile.ZIP_STORED:
+                    with open(path, "rb") as raw:  # the local header's own lengths
+                        raw.seek(info.header_offset + 26)
+                        n_name, n_extra = struct.unpack("<HH", raw.read(4))
+                    offset = info.header_offset + 30 + n_name + n_extra + header_len
+                init = _ReadMember(path, info.filename, offset, shape, dtype)
+                self._arrays[name] = newarray(shape, init, dtype, name="load")
+
+    @property
+    def files(self) -> list[str]:
+        return list(self._arrays)
+
+    def __getitem__(self, key: str) -> Array:
+        return self._arrays[key]
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def close(self) -> None:
+        """Nothing to release: every tile opens the file itself."""
+
+    def __enter__(self) -> NpzFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, **kwargs: Any) -> Any:
+    """A ``.npy`` file as a spartan array, or an ``.npz`` file as a mapping of them;
+    each tile is read by its own worker (memory-mapped unless the member is compressed)."""
+    path = _path(file)
+    with open(path, "rb") as f:
+        magic = f.read(6)
+        if magic[:4] == b"PK\x03\x04":
+            return NpzFile(path)
+        if magic != b"\x93NUMPY":
+            raise ValueError(f"{path} is not a .npy or .npz file")
+        f.seek(0)
+        shape, _, dtype = _read_header(f)
     return newarray(shape, _ReadNpy(path), dtype, name="load")
 
 
