@@ -8,7 +8,6 @@ overlap and are combined there. Only partials cross workers.
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,12 +44,46 @@ class _LocalTask:
         return out if self.dtype is None else out.astype(self.dtype, copy=False)
 
 
+class _GroupPartial:
+    """Task function: the partials of one worker's tiles of a kept region, combined."""
+
+    def __init__(self, parts: list[_LocalTask], nleaves: int, combine: Callable[[Any, Any], Any]):
+        self.parts, self.nleaves, self.combine = parts, nleaves, combine
+
+    def __call__(self, *blocks: np.ndarray) -> np.ndarray:
+        n = self.nleaves
+        partials = [part(*blocks[i * n : (i + 1) * n]) for i, part in enumerate(self.parts)]
+        return functools.reduce(self.combine, partials)
+
+
 class _CombineTask:
-    def __init__(self, combine: Callable[[Any, Any], Any], final: Callable | None, dtype):
+    """Task function: combine the partials of each region of an output tile, in place.
+
+    ``layout`` lists, per region, where it goes in the tile and how many of the
+    inputs (in order) are its partials.
+    """
+
+    def __init__(self, combine, final, dtype, shape=(), layout=()):  # noqa: ANN001
         self.combine, self.final, self.dtype = combine, final, dtype
+        self.shape, self.layout = shape, layout
 
     def __call__(self, *partials: np.ndarray) -> np.ndarray:
-        out = functools.reduce(self.combine, partials)
+        xp = array_module(*partials)
+        regions, i = [], 0
+        for dst, n in self.layout:
+            regions.append((dst, functools.reduce(self.combine, partials[i : i + n])))
+            i += n
+        if not regions:  # an empty output tile
+            return xp.empty(self.shape, dtype=self.dtype)
+        first_dst, first = regions[0]
+        if len(regions) == 1 and first.shape == tuple(self.shape):
+            out = first
+        else:
+            out = (np if regions and isinstance(regions[0][1], np.ndarray) else xp).empty(
+                self.shape, dtype=regions[0][1].dtype
+            )
+            for dst, value in regions:
+                out[dst] = value
         if self.final is not None:
             out = self.final(out)
         return array_module(out).asarray(out).astype(self.dtype, copy=False)
@@ -105,32 +138,39 @@ class Fold(Expr):
             # every tile holds its reduced axes whole: its reduction is an output tile
             self._lower_local(ctx, in_tiling, leaves, kernel, tiles, kept)
             return
-        # 1. local partials, one per input tile, where the tile lives
-        partial_keys = {}
-        for idx, box in in_tiling.tiles(in_shape):
-            w = 0 if t_in.replicated else t_in.worker_of(idx, ctx.backend.nworkers)
-            inputs = [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
-            k = kernel.for_shape(box_shape(box)) if kernel is not None else None
-            key = (self.uid, "partial", idx)
-            ctx.backend.submit(w, _LocalTask(k, self.local, self.axes, box), inputs, [key])
-            partial_keys[idx] = (key, w, box)
+        # 1. one partial per (worker, kept tile index): a worker first combines the
+        #    partials of its own tiles, so only one partial per output region leaves it
+        nw = ctx.backend.nworkers
+        groups: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
+        for idx in in_tiling.tile_indices():
+            w = 0 if t_in.replicated else t_in.worker_of(idx, nw)
+            groups.setdefault((w, tuple(idx[i] for i in kept)), []).append(idx)
+        partials: dict[tuple[int, ...], list[tuple[int, tuple]]] = {}
+        for (w, q), members in groups.items():
+            inputs, parts = [], []
+            for idx in members:
+                box = in_tiling.tile_bounds(in_shape, idx)
+                inputs += [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
+                k = kernel.for_shape(box_shape(box)) if kernel is not None else None
+                parts.append(_LocalTask(k, self.local, self.axes, box))
+            key = (self.uid, "partial", w, q)
+            ctx.backend.submit(w, _GroupPartial(parts, len(leaves), self.combine), inputs, [key])
+            partials.setdefault(q, []).append((w, key))
         # 2. combine on the owners of the output tiles
-        reduced_ranges = [range(cuts[i]) for i in self.axes]
-        task = _CombineTask(self.combine, self.final, self.dtype)
         for oidx, obox, w in tiles.placements():
-            regions = []
-            for r in itertools.product(*reduced_ranges):
-                ps = []
-                for q, inter in kept_tiling.overlapping(self.shape, obox):
-                    full = _merge(q, r, kept, self.axes)
-                    key, owner, box = partial_keys[full]
-                    plo = [box[i][0] for i in kept]
-                    src = tuple(slice(lo - p, hi - p) for (lo, hi), p in zip(inter, plo))
-                    dst = tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(inter, obox))
-                    ps.append(Piece(owner, key, src, dst))
-                regions.append(Region(box_shape(obox), self.partial_dtype, tuple(ps)))
+            regions, layout = [], []
+            for q, inter in kept_tiling.overlapping(self.shape, obox):
+                qlo = [lo for lo, _ in kept_tiling.tile_bounds(self.shape, q)]
+                src = tuple(slice(lo - p, hi - p) for (lo, hi), p in zip(inter, qlo))
+                whole = tuple(slice(None) for _ in inter)
+                for owner, key in partials[q]:
+                    piece = Piece(owner, key, src, whole)
+                    regions.append(Region(box_shape(inter), self.partial_dtype, (piece,)))
+                dst = tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(inter, obox))
+                layout.append((dst, len(partials[q])))
+            task = _CombineTask(self.combine, self.final, self.dtype, box_shape(obox), layout)
             ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
-        ctx.backend.delete([k for k, _, _ in partial_keys.values()])
+        ctx.backend.delete([key for ks in partials.values() for _, key in ks])
         self.data = tiles
 
     def _lower_local(self, ctx, in_tiling, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001
@@ -153,12 +193,3 @@ class _Finalized:
     def __call__(self, block: np.ndarray, axes: tuple[int, ...], box: Box) -> np.ndarray:
         out = self.local(block, axes, box)
         return out if self.final is None else self.final(out)
-
-
-def _merge(kept_idx, reduced_idx, kept, reduced) -> tuple[int, ...]:
-    out = [0] * (len(kept) + len(reduced))
-    for i, v in zip(kept, kept_idx):
-        out[i] = v
-    for i, v in zip(reduced, reduced_idx):
-        out[i] = v
-    return tuple(out)

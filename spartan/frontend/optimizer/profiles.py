@@ -368,6 +368,10 @@ def _fold(
 ) -> int:
     (boxes, workers), read = _task_grid(key, root_t, P)
     partial = np.delete(boxes, list(axes), axis=1)
+    # a worker combines the partials of its own tiles first: one per (worker, kept box)
+    rows = np.concatenate([partial.reshape(len(workers), -1), workers[:, None]], axis=1)
+    rows = np.unique(rows, axis=0)
+    partial, workers = rows[:, :-1].reshape(len(rows), -1, 2), rows[:, -1]
     return read + cross_overlap((partial, workers), layout(out_shape, out_t, P)) * itemsize
 
 
