@@ -18,7 +18,7 @@ import numpy as np
 
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
-from spartan.frontend.decompositions import blocked_cholesky, dense, tsqr
+from spartan.frontend.decompositions import blocked_cholesky, dense, stacked, tsqr
 from spartan.frontend.linalg import cross as _cross
 from spartan.frontend.linalg import diagonal, dot, matmul, outer, tensordot, trace, vdot
 from spartan.frontend.linalg import vecdot as _vecdot
@@ -106,6 +106,20 @@ def _square(a: Any, name: str) -> Array:
     x = _matrix(a, name)
     if x.shape[0] != x.shape[1]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
+    return x
+
+
+def _square_stack(a: Any, name: str) -> Array:
+    """A square matrix or a stack of them (``(..., M, M)``)."""
+    x = asarray(a)
+    if x.ndim < 2:
+        raise LinAlgError(
+            f"{x.ndim}-dimensional array given. Array must be at least two-dimensional"
+        )
+    if x.shape[-1] != x.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    if x.dtype.kind not in "biufc":
+        raise TypeError(f"array type {x.dtype} is unsupported in linalg")
     return x
 
 
@@ -243,10 +257,12 @@ CHOLESKY_BLOCK = 1024
 def cholesky(a: Any, *, upper: bool = False, block: int | None = None) -> Array:
     """Cholesky factor ``L`` (``a = L @ L.H``): one task for small matrices, the
     blocked right-looking algorithm (``block`` columns at a time) for larger ones."""
-    x = _square(a, "cholesky")
+    x = _square_stack(a, "cholesky")
     dtype = _result_dtype(np.linalg.cholesky, x)
     block = block or CHOLESKY_BLOCK
-    if x.shape[0] <= block:
+    if x.ndim > 2:
+        low = stacked(np.linalg.cholesky, [x], x.shape, dtype, "cholesky")
+    elif x.shape[0] <= block:
         low = dense(np.linalg.cholesky, [x], x.shape, dtype, "cholesky")
     else:
         low = blocked_cholesky(x, block)
@@ -254,9 +270,13 @@ def cholesky(a: Any, *, upper: bool = False, block: int | None = None) -> Array:
 
 
 def solve(a: Any, b: Any) -> Array:
-    """Solve ``a @ x = b`` (one task: ``a`` is small and square)."""
-    x = _square(a, "solve")
+    """Solve ``a @ x = b``: one task for one small square ``a``; stacks ``(..., M, M)``
+    (NumPy 2 semantics: ``b`` is ``(..., M, K)``, or ``(M,)`` for one vector) in groups
+    along the batch axis, where the matrices live."""
+    x = _square_stack(a, "solve")
     y = asarray(b)
+    if x.ndim > 2 or y.ndim > 2:
+        return _solve_stack(x, y)
     if y.ndim == 0 or y.shape[0] != x.shape[0]:
         raise ValueError(
             f"solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
@@ -269,14 +289,40 @@ def solve(a: Any, b: Any) -> Array:
     return dense(np.linalg.solve, [x, y], y.shape, dtype, "solve")
 
 
+def _solve_stack(x: Array, y: Array) -> Array:
+    from spartan.frontend.manipulation import broadcast_to
+
+    m = x.shape[-1]
+    vector = y.ndim == 1
+    if (vector and y.shape[0] != m) or (not vector and y.shape[-2] != m):
+        raise ValueError(
+            f"solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (m,m),(m,n)->(m,n) (size {y.shape[0 if vector else -2]} is different "
+            f"from {m})"
+        )
+    batch = tuple(np.broadcast_shapes(x.shape[:-2], () if vector else y.shape[:-2]))
+    x = broadcast_to(x, batch + (m, m))
+    y = broadcast_to(y, batch + ((m,) if vector else y.shape[-2:]))
+    dtype = np.result_type(_result_dtype(np.linalg.inv, x), y.dtype, np.float64)
+    return stacked(np.linalg.solve, [x, y], y.shape, dtype, "solve", vector_rhs=vector)
+
+
 def inv(a: Any) -> Array:
-    x = _square(a, "inv")
-    return dense(np.linalg.inv, [x], x.shape, _result_dtype(np.linalg.inv, x), "inv")
+    """Inverse of a small square matrix (one task) or of each matrix of a stack."""
+    x = _square_stack(a, "inv")
+    dtype = _result_dtype(np.linalg.inv, x)
+    if x.ndim > 2:
+        return stacked(np.linalg.inv, [x], x.shape, dtype, "inv")
+    return dense(np.linalg.inv, [x], x.shape, dtype, "inv")
 
 
 def det(a: Any) -> Array:
-    x = _square(a, "det")
-    return dense(np.linalg.det, [x], (), _result_dtype(np.linalg.det, x), "det")
+    """Determinant of a small square matrix (one task) or of each matrix of a stack."""
+    x = _square_stack(a, "det")
+    dtype = _result_dtype(np.linalg.det, x)
+    if x.ndim > 2:
+        return stacked(np.linalg.det, [x], x.shape[:-2], dtype, "det")
+    return dense(np.linalg.det, [x], (), dtype, "det")
 
 
 def _slogdet_packed(a: np.ndarray) -> np.ndarray:

@@ -162,3 +162,19 @@ def test_tsqr_and_solve_on_ray(backend):
     q, r = sp.linalg.qr(sp.array(TALL, tiling="row"))
     np.testing.assert_allclose(q.to_numpy() @ r.to_numpy(), TALL, atol=1e-10)
     close(sp.linalg.solve(sp.array(SQ), np.ones(4)), np.linalg.solve(SQ, np.ones(4)))
+
+
+def test_stacked_matrices(local, tiling):
+    a = RNG.standard_normal((7, 3, 3)) + 3 * np.eye(3)
+    b = RNG.standard_normal((7, 3, 2))
+    v = RNG.standard_normal(3)
+    x = sp.array(a, tiling=tiling)
+    close(sp.linalg.solve(x, b), np.linalg.solve(a, b))
+    close(sp.linalg.solve(x, v), np.linalg.solve(a, v))
+    close(sp.linalg.solve(a[0], b), np.linalg.solve(a[0], b))
+    close(sp.linalg.inv(x), np.linalg.inv(a))
+    close(sp.linalg.det(x), np.linalg.det(a))
+    s = a @ a.transpose(0, 2, 1)
+    close(sp.linalg.cholesky(sp.array(s, tiling=tiling)), np.linalg.cholesky(s))
+    with pytest.raises(ValueError):
+        sp.linalg.solve(x, np.ones((7, 4, 1)))

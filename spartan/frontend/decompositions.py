@@ -175,3 +175,35 @@ def blocked_cholesky(a: Array, block: int) -> Array:
             work = work[b:, b:] - dot(panel, panel.conj().T if dtype.kind == "c" else panel.T)
         columns.append(concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
     return concatenate(columns, axis=1) if len(columns) > 1 else columns[0]
+
+
+class _PerMatrix:
+    """``f_join``: NumPy's linear-algebra function on a group of stacked matrices."""
+
+    def __init__(self, fn: Callable[..., np.ndarray], vector_rhs: bool):
+        self.fn, self.vector_rhs = fn, vector_rhs
+
+    def __call__(self, extents, *blocks: np.ndarray):
+        if self.vector_rhs:  # b is a stack of vectors: solve for a column each
+            out = self.fn(blocks[0], blocks[1][..., None])[..., 0]
+        else:
+            out = self.fn(*blocks)
+        return [(extents[0].rows, out)]
+
+
+def stacked(
+    fn: Callable[..., np.ndarray],
+    inputs: Sequence[Array],
+    shape: Sequence[int],
+    dtype: Any,
+    name: str,
+    vector_rhs: bool = False,
+) -> Array:
+    """``fn`` on stacks of small matrices, in groups along the first batch axis (every
+    input has the same batch shape). Communication: none when the inputs are cut along
+    that axis alike; otherwise each group reads its slices once."""
+    task = _PerMatrix(fn, vector_rhs)
+    expr = JoinUpdate(
+        task, None, [x._expr for x in inputs], [0] * len(inputs), tuple(shape), dtype, name=name
+    )
+    return Array(expr)
