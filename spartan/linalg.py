@@ -325,38 +325,48 @@ def det(a: Any) -> Array:
     return dense(np.linalg.det, [x], (), dtype, "det")
 
 
+def _per_matrix(fn: Any, x: Array, shape: tuple[int, ...], dtype: Any, name: str) -> Array:
+    """``fn`` on one small matrix (one task) or on each matrix of a stack (groups)."""
+    if x.ndim > 2:
+        return stacked(fn, [x], x.shape[:-2] + shape, dtype, name)
+    return dense(fn, [x], shape, dtype, name)
+
+
 def _slogdet_packed(a: np.ndarray) -> np.ndarray:
     sign, logdet = np.linalg.slogdet(a)
-    return np.array([sign, logdet], dtype=np.result_type(sign, logdet))
+    return np.stack([sign, logdet.astype(sign.dtype)], axis=-1)
 
 
 def slogdet(a: Any) -> SlogdetResult:
-    x = _square(a, "slogdet")
+    """Sign and log of the absolute determinant (also of each matrix of a stack)."""
+    x = _square_stack(a, "slogdet")
     sign, logdet = np.linalg.slogdet(np.eye(1, dtype=x.dtype))
-    packed = dense(_slogdet_packed, [x], (2,), np.result_type(sign, logdet), "slogdet")
-    return SlogdetResult(packed[0].astype(sign.dtype), packed[1].real.astype(logdet.dtype))
+    packed = _per_matrix(_slogdet_packed, x, (2,), sign.dtype, "slogdet")
+    return SlogdetResult(packed[..., 0], packed[..., 1].real.astype(logdet.dtype))
 
 
 def _eigh_packed(uplo: str, a: np.ndarray) -> np.ndarray:
     w, v = np.linalg.eigh(a, UPLO=uplo)
-    return np.concatenate([w[None, :].astype(v.dtype), v], axis=0)
+    return np.concatenate([w[..., None, :].astype(v.dtype), v], axis=-2)
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:
-    """Eigenvalues (ascending) and eigenvectors of a small symmetric matrix."""
-    x = _square(a, "eigh")
+    """Eigenvalues (ascending) and eigenvectors of a small symmetric matrix, or of
+    each matrix of a stack."""
+    x = _square_stack(a, "eigh")
     w0, v0 = np.linalg.eigh(np.eye(1, dtype=x.dtype))
-    n = x.shape[0]
-    packed = dense(functools.partial(_eigh_packed, UPLO), [x], (n + 1, n), v0.dtype, "eigh")
-    return EighResult(packed[0].real.astype(w0.dtype), packed[1:])
+    n = x.shape[-1]
+    fn = functools.partial(_eigh_packed, UPLO)
+    packed = _per_matrix(fn, x, (n + 1, n), v0.dtype, "eigh")
+    return EighResult(packed[..., 0, :].real.astype(w0.dtype), packed[..., 1:, :])
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Array:
-    x = _square(a, "eigvalsh")
+    """Eigenvalues of a small symmetric matrix (or of each matrix of a stack)."""
+    x = _square_stack(a, "eigvalsh")
     fn = functools.partial(np.linalg.eigvalsh, UPLO=UPLO)
-    return dense(
-        fn, [x], (x.shape[0],), np.linalg.eigvalsh(np.eye(1, dtype=x.dtype)).dtype, "eigvalsh"
-    )
+    dtype = np.linalg.eigvalsh(np.eye(1, dtype=x.dtype)).dtype
+    return _per_matrix(fn, x, (x.shape[-1],), dtype, "eigvalsh")
 
 
 def _eig_packed(a: np.ndarray) -> np.ndarray:

@@ -176,5 +176,12 @@ def test_stacked_matrices(local, tiling):
     close(sp.linalg.det(x), np.linalg.det(a))
     s = a @ a.transpose(0, 2, 1)
     close(sp.linalg.cholesky(sp.array(s, tiling=tiling)), np.linalg.cholesky(s))
+    w, v = sp.linalg.eigh(sp.array(s, tiling=tiling))
+    close(w, np.linalg.eigh(s)[0])
+    np.testing.assert_allclose(s @ v.to_numpy(), v.to_numpy() * w.to_numpy()[:, None, :], atol=1e-9)
+    close(sp.linalg.eigvalsh(sp.array(s)), np.linalg.eigvalsh(s))
+    sign, logdet = sp.linalg.slogdet(x)
+    close(sign, np.linalg.slogdet(a)[0])
+    close(logdet, np.linalg.slogdet(a)[1])
     with pytest.raises(ValueError):
         sp.linalg.solve(x, np.ones((7, 4, 1)))
