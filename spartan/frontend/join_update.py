@@ -156,14 +156,18 @@ class JoinUpdate(Expr):
         return self.name
 
     def group_count(self, ctx: Lowering) -> int:
-        """Groups follow the first joined input's tiles along its axis."""
+        """Groups follow the first joined input's tiles along its axis; when updates are
+        accumulated, one group per worker (tiles sit on workers in contiguous runs), so
+        each worker sends one combined update rather than one per tile."""
         if self.groups:
             return self.groups
+        nw = ctx.backend.nworkers
         for x, a in zip(self.children, self.axes):
             if a >= 0:
                 t = ctx.tiling(x)
                 if not t.replicated and t.cuts[a] > 1:
-                    return t.cuts[a]
+                    accumulated = self.f_accum is not None and t.cuts[a] % nw == 0
+                    return nw if accumulated and t.ntiles == t.cuts[a] else t.cuts[a]
                 return max(1, min(x.shape[a], ctx.backend.nworkers))
         return 1
 
