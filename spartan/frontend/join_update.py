@@ -67,6 +67,12 @@ def location_box(loc: Any, shape: Sequence[int]) -> Box:
     return tuple(box)
 
 
+def integer_axes(loc: Any) -> tuple[int, ...]:
+    """The output axes a location indexes with an integer (they have no update axis)."""
+    parts = loc if isinstance(loc, tuple) else (loc,)
+    return tuple(i for i, p in enumerate(parts) if not isinstance(p, slice))
+
+
 class _JoinTask:
     """Run ``f_join`` on one group and cut its updates by the output tiling."""
 
@@ -79,7 +85,11 @@ class _JoinTask:
         for loc, update in self.f_join(self.extents, *blocks) or ():
             box = location_box(loc, self.out_shape)
             xp = array_module(update)
-            upd = xp.broadcast_to(xp.asarray(update), box_shape(box))
+            upd = xp.asarray(update)
+            dropped = integer_axes(loc)
+            if dropped and upd.ndim == len(self.out_shape) - len(dropped):
+                upd = xp.expand_dims(upd, dropped)  # an integer drops its axis, as in NumPy
+            upd = xp.broadcast_to(upd, box_shape(box))
             for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
                 src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
                 per_tile[idx].append((inter, contiguous(upd[src])))
