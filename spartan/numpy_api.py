@@ -195,7 +195,7 @@ from spartan.frontend.nanfuncs import (
     nansum,
     nanvar,
 )
-from spartan.frontend.npyio import fromfile, load, save, tofile
+from spartan.frontend.npyio import fromfile, load, save, savez, tofile
 from spartan.frontend.operators import filter, fold, join_update, map, newarray, scan, slice
 from spartan.frontend.polynomials import (
     poly,

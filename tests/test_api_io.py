@@ -67,3 +67,31 @@ def test_npz_members_read_by_workers(local, tiling, tmp_path, compressed):
     np.testing.assert_array_equal(z["a"].retile(tiling).to_numpy(), a)
     np.testing.assert_array_equal(z["b"].to_numpy(), b)
     assert z["b"].dtype == np.int16
+
+
+def test_crc32_combine():
+    import os
+    import zlib
+
+    from spartan.frontend.npyio import crc32_combine
+
+    for n1, n2 in [(0, 5), (7, 0), (13, 1000), (1, 1)]:
+        a, b = os.urandom(n1), os.urandom(n2)
+        assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+
+
+def test_savez_written_by_workers(local, tiling, tmp_path):
+    import zipfile
+
+    a = np.arange(35.0).reshape(5, 7)
+    b = np.arange(10, dtype=np.int16)
+    sp.savez(tmp_path / "o", sp.array(a, tiling=tiling), b=b, c=sp.array(3.5), e=np.zeros((0, 3)))
+    assert zipfile.ZipFile(tmp_path / "o.npz").testzip() is None  # every CRC checks out
+    z = np.load(tmp_path / "o.npz")
+    assert sorted(z.files) == ["arr_0", "b", "c", "e"]
+    np.testing.assert_array_equal(z["arr_0"], a)
+    np.testing.assert_array_equal(z["b"], b)
+    assert z["c"] == 3.5 and z["e"].shape == (0, 3)
+    np.testing.assert_array_equal(sp.load(tmp_path / "o.npz")["arr_0"].to_numpy(), a)
+    with pytest.raises(ValueError):
+        sp.savez(tmp_path / "bad", np.ones(2), arr_0=np.ones(2))
