@@ -27,6 +27,7 @@ from spartan.frontend.array import Array
 from spartan.frontend.creation import arange, asarray
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
+from spartan.frontend.manipulation import broadcast_to, resize
 from spartan.frontend.reductions import normalize_axes
 from spartan.frontend.tiles import Tiles
 from spartan.frontend.ufuncs import elementwise
@@ -332,7 +333,7 @@ def getitem(x: Array, key: Any) -> Array:
             functools.partial(_flat_index, inner), *arrays, name="ravel_index", dtype=np.intp
         )
         src = moved.reshape((math.prod(inner),) + moved.shape[len(axes) :])
-    result = take(src, flat if flat.shape == bshape else _ns().broadcast_to(flat, bshape), 0)
+    result = take(src, flat if flat.shape == bshape else broadcast_to(flat, bshape), 0)
     if adjacent and axes[0] > 0:
         nb = len(bshape)
         order = (
@@ -340,12 +341,6 @@ def getitem(x: Array, key: Any) -> Array:
         )
         result = result.transpose(order)
     return result
-
-
-def _ns():
-    import spartan
-
-    return spartan
 
 
 def setitem(x: Array, key: Any, value: Any) -> Array:
@@ -388,7 +383,7 @@ def _scatter_rows(x: Array, idx: Array, value: Any, ufunc: np.ufunc | None = Non
             f"shape mismatch: value array of shape {v.shape} could not be broadcast to "
             f"indexing result of shape {target}"
         ) from None
-    v = _ns().broadcast_to(v.astype(x.dtype), target)
+    v = broadcast_to(v.astype(x.dtype), target)
     return Array(Scatter(x._expr, idx._expr, v._expr, ufunc))
 
 
@@ -541,7 +536,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Array:
     others = [tuple(1 if d == ax else n for d, n in enumerate(s)) for s in (x.shape, idx.shape)]
     shape = tuple(np.broadcast_shapes(*others))
     full = tuple(idx.shape[ax] if d == ax else n for d, n in enumerate(shape))
-    idx = _ns().broadcast_to(idx, full)
+    idx = broadcast_to(idx, full)
     strides = [math.prod(x.shape[d + 1 :]) for d in range(x.ndim)]
     flat = elementwise(functools.partial(_wrap, x.shape[ax], ax), idx, name="wrap", dtype=np.intp)
     flat = flat * strides[ax]
@@ -560,5 +555,5 @@ def put(a: Array, ind: Any, v: Any, mode: str = "raise") -> None:
     idx = _index_array(ind).ravel()
     vals = asarray(v).ravel()
     if vals.shape != idx.shape:
-        vals = _ns().resize(vals, idx.shape)
+        vals = resize(vals, idx.shape)
     a._expr = _scatter_rows(x.ravel(), idx, vals).reshape(x.shape)._expr

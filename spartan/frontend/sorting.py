@@ -30,6 +30,7 @@ from spartan.frontend.creation import asarray
 from spartan.frontend.expr import Expr
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.lowering import Lowering
+from spartan.frontend.manipulation import moveaxis
 from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes
 from spartan.tiling import Tiling
@@ -209,6 +210,13 @@ def _records_field(rec: Array, name: str, dtype: Any) -> Array:
     return Array(Map(fn, [rec._expr], rec.shape, dtype, name=f"field({name})"))
 
 
+def _lanes(fn: Any, x: Array, ax: int, dtype: Any, name: str) -> Array:
+    """``fn`` (on ``(m, n)`` blocks, along axis 1) over the lanes of ``x`` along ``ax``,
+    with the lane axis put back where it was."""
+    out = along_axes(fn, x, (ax,), (x.shape[ax],), dtype, name=name)
+    return out if ax == x.ndim - 1 else moveaxis(out, -1, ax)
+
+
 def _check_kind(kind: Any) -> None:
     if kind not in (None, "quicksort", "mergesort", "heapsort", "stable"):
         raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
@@ -230,16 +238,7 @@ def sort(
     (ax,) = normalize_axes(axis, x.ndim)
     if x.ndim == 1:
         return sorted_values(x)
-    lanes = along_axes(
-        functools.partial(np.sort, axis=1), x, (ax,), (x.shape[ax],), x.dtype, name="sort"
-    )
-    return lanes if ax == x.ndim - 1 else _ns().moveaxis(lanes, -1, ax)
-
-
-def _ns():
-    import spartan
-
-    return spartan
+    return _lanes(functools.partial(np.sort, axis=1), x, ax, x.dtype, "sort")
 
 
 def _argsort_lanes(m: np.ndarray) -> np.ndarray:
@@ -259,8 +258,7 @@ def argsort(
     (ax,) = normalize_axes(axis, x.ndim)
     if x.ndim == 1:
         return _records_field(sorted_records(x), "i", np.intp)
-    lanes = along_axes(_argsort_lanes, x, (ax,), (x.shape[ax],), np.intp, name="argsort")
-    return lanes if ax == x.ndim - 1 else _ns().moveaxis(lanes, -1, ax)
+    return _lanes(_argsort_lanes, x, ax, np.intp, "argsort")
 
 
 def _kth(kth: Any, n: int) -> np.ndarray:
@@ -286,9 +284,7 @@ def partition(
     k = _kth(kth, x.shape[ax])
     if x.ndim == 1:
         return sort(x)
-    fn = functools.partial(np.partition, kth=k, axis=1)
-    lanes = along_axes(fn, x, (ax,), (x.shape[ax],), x.dtype, name="partition")
-    return lanes if ax == x.ndim - 1 else _ns().moveaxis(lanes, -1, ax)
+    return _lanes(functools.partial(np.partition, kth=k, axis=1), x, ax, x.dtype, "partition")
 
 
 def argpartition(
@@ -303,8 +299,7 @@ def argpartition(
     if x.ndim == 1:
         return argsort(x)
     fn = functools.partial(np.argpartition, kth=k, axis=1)
-    lanes = along_axes(fn, x, (ax,), (x.shape[ax],), np.intp, name="argpartition")
-    return lanes if ax == x.ndim - 1 else _ns().moveaxis(lanes, -1, ax)
+    return _lanes(fn, x, ax, np.intp, "argpartition")
 
 
 class _CountBelow:
