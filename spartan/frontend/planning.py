@@ -7,6 +7,7 @@ every other node gets the tiling the optimizer picks (see
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -108,7 +109,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     if free:  # the budget applies per device: a duplicate must fit each GPU
         budget = min(budget, free * (nworkers - 1))
     try:
-        plan = optimize(program, nworkers, budget, _history, fixed=fixed)
+        plan = _cached_optimize(program, nworkers, budget, fixed)
     except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
         if config.strict_optimizer:
             raise
@@ -133,6 +134,30 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
             )
             tilings[e.uid] = e.induced_tiling(t)
     return tilings, Planned(plan, node_of, retile)
+
+
+_plans: dict[tuple, Plan] = {}
+
+
+def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) -> Plan:
+    """``optimize``, reusing the plan of an identical earlier graph (a loop that evaluates
+    every iteration plans once). Learned update costs are part of the key."""
+    key = (
+        nworkers,
+        budget,
+        tuple(sorted(fixed.items(), key=lambda kv: kv[0])),
+        tuple(
+            (n.op, n.shape, n.itemsize, n.inputs, repr(sorted(n.params.items(), key=str)))
+            for n in program
+        ),
+        tuple(sorted(_history.ratios.items(), key=str)),
+    )
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= 256:
+            _plans.clear()
+        plan = _plans[key] = optimize(program, nworkers, budget, _history, fixed=fixed)
+    return dataclasses.replace(plan, program=program, measured={})
 
 
 def device_free(backend: object) -> int:
