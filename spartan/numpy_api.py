@@ -118,6 +118,7 @@ from spartan.frontend.linalg import (
     diagonal,
     dot,
     einsum,
+    einsum_path,
     inner,
     kron,
     matmul,
@@ -265,6 +266,7 @@ from spartan.frontend.statistics import (
     quantile,
 )
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
+from spartan.frontend.ufunc_objects import frompyfunc
 
 globals().update(_all_ufuncs())
 

@@ -287,3 +287,18 @@ def test_polynomials(local):
     close(np.sort_complex(sp.roots([1, -6, 11, -6]).to_numpy()), [1, 2, 3])
     with pytest.raises(ValueError):
         sp.roots([0, 1, -1]).to_numpy()
+
+
+def test_einsum_path_frompyfunc_multinomial(local):
+    a, b, c = np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))
+    assert (
+        sp.einsum_path("ij,jk,kl->il", sp.array(a), b, c)[0]
+        == np.einsum_path("ij,jk,kl->il", a, b, c)[0]
+    )
+    f = sp.frompyfunc(lambda x, y: x * 10 + y, 2, 1)
+    got = f(sp.arange(4), 1).to_numpy()
+    assert got.dtype == object and list(got) == [1, 11, 21, 31]
+    m = sp.random.default_rng(0).multinomial(20, [0.2, 0.3, 0.5], size=3000).to_numpy()
+    assert m.shape == (3000, 3) and m.dtype == np.int64
+    np.testing.assert_array_equal(m.sum(1), 20)
+    np.testing.assert_allclose(m.mean(0), [4, 6, 10], atol=0.2)

@@ -394,3 +394,14 @@ def vecmat(x1: Any, x2: Any, /) -> Array:
 
     v, m = asarray(x1), asarray(x2)
     return vecdot(v[..., :, None], m, axis=-2)
+
+
+def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy", **kwargs: Any) -> Any:
+    """NumPy's contraction order for these operand shapes (it needs shapes only, so
+    zero-stride stand-ins are passed; no data is read)."""
+    from spartan.frontend.creation import asarray
+
+    stand_ins = [
+        np.broadcast_to(np.zeros((), asarray(o).dtype), asarray(o).shape) for o in operands
+    ]
+    return np.einsum_path(subscripts, *stand_ins, optimize=optimize, **kwargs)

@@ -115,6 +115,13 @@ def _scipy_quantile(key: int, shape, dist: str, params: tuple, box: Box, dtype) 
     return np.asarray(out).astype(dtype)
 
 
+def _binomial_ppf_frac(p: float, u: np.ndarray, n: np.ndarray) -> np.ndarray:
+    import scipy.stats
+
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(scipy.stats.binom.ppf(u, n, p)).astype(np.int64)
+
+
 def _size(size: Any) -> tuple[int, ...]:
     return () if size is None else normalize_shape(size)
 
@@ -313,6 +320,39 @@ class Generator:
         z = self.standard_normal(shape)
         flat = z.reshape(-1, mu.size)
         return (dot(flat, factor.T) + mu).reshape(shape)
+
+    def multinomial(self, n: int, pvals: Any, size: Any = None) -> Array:
+        """Category counts of ``n`` draws: conditional binomials, one uniform stream per
+        category (``count_j ~ Binomial(n - counts so far, p_j / remaining p)``)."""
+        from spartan.frontend.creation import full
+        from spartan.frontend.manipulation import stack
+        from spartan.frontend.ufuncs import elementwise
+
+        p = np.asarray(pvals, dtype=np.float64)
+        if p.ndim != 1 or p.size == 0:
+            raise ValueError("pvals must be a 1-d sequence")
+        if np.any(p < 0) or p[:-1].sum() > 1.0 + 1e-12:
+            raise ValueError("pvals < 0, pvals > 1 or pvals contains NaNs")
+        if n < 0:
+            raise ValueError("n < 0")
+        shape = _size(size)
+        left = full(shape, int(n), dtype=np.int64)
+        rest, counts = 1.0, []
+        for pj in p[:-1]:
+            frac = min(1.0, pj / rest) if rest > 0 else 0.0
+            u = self.random(shape)
+            c = elementwise(
+                functools.partial(_binomial_ppf_frac, frac),
+                u,
+                left,
+                name="multinomial",
+                dtype=np.int64,
+            )
+            counts.append(c)
+            left = left - c
+            rest -= pj
+        counts.append(left)
+        return stack(counts, axis=-1)
 
     def dirichlet(self, alpha: Any, size: Any = None) -> Array:
         """Dirichlet vectors: independent gamma variates normalised per row."""
@@ -578,3 +618,4 @@ logseries = _module_function("logseries")
 
 multivariate_normal = _module_function("multivariate_normal")
 dirichlet = _module_function("dirichlet")
+multinomial = _module_function("multinomial")

@@ -76,3 +76,9 @@ def all_ufuncs() -> dict[str, UFunc]:
         and isinstance(obj := getattr(np, name), np.ufunc)
         and (obj.signature is None or obj is np.matmul)
     }
+
+
+def frompyfunc(func: Any, nin: int, nout: int, *, identity: Any = None) -> UFunc:
+    """A spartan ufunc (object results) from a Python function, applied tile by tile."""
+    kwargs = {} if identity is None else {"identity": identity}
+    return UFunc(np.frompyfunc(func, nin, nout, **kwargs))
