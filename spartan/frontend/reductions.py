@@ -89,7 +89,11 @@ def ufunc_reduce(
         mask = broadcast_to(_to_array(where).astype(bool), x.shape)
         x = elementwise(np.where, mask, x, np.asarray(fill, x.dtype)[()], name="where_mask")
     axes = normalize_axes(axis, x.ndim)
-    if builtins.any(x.shape[a] == 0 for a in axes) and ufunc.identity is None and initial is np._NoValue:
+    if (
+        builtins.any(x.shape[a] == 0 for a in axes)
+        and ufunc.identity is None
+        and initial is np._NoValue
+    ):
         raise ValueError(
             f"zero-size array to reduction operation {ufunc.__name__} which has no identity"
         )
