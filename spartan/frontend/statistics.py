@@ -99,7 +99,11 @@ def _quantile(
     axes = normalize_axes(axis, x.ndim)
     dtype = _result_dtype(name, x.dtype, q_user, method)
     kept = [i for i in range(x.ndim) if i not in axes]
-    if kept or nan or x.size == 0:
+    if x.size == 0 and not kept:  # NumPy: NaN (with a RuntimeWarning) for an empty array
+        from spartan.frontend.creation import full
+
+        result = full(q.shape, np.nan, dtype=dtype)
+    elif kept or nan or x.size == 0:
         fn = functools.partial(_lanes_quantile, q, method, nan)
         result = along_axes(fn, x, axes, q.shape, dtype, name=name)
         if q.ndim:  # NumPy puts the quantile axes first
