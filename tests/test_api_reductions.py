@@ -185,3 +185,16 @@ def test_histogram_bin_rules(local, tiling, bins):
     )
     with pytest.raises(ValueError):
         sp.histogram(sp.array(a), "bogus")
+
+
+def test_order_statistics_of_empty(local):
+    e = sp.zeros(0)
+    with np.errstate(all="ignore"):
+        for name in ("median", "nanmedian"):
+            assert np.isnan(getattr(sp, name)(e).to_numpy())
+        assert np.isnan(sp.nanquantile(e, 0.5).to_numpy())
+    for name, q in (("quantile", 0.5), ("percentile", 50)):
+        with pytest.raises(IndexError):
+            getattr(np, name)(np.zeros(0), q)
+        with pytest.raises(IndexError):
+            getattr(sp, name)(e, q)

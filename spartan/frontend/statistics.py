@@ -99,10 +99,12 @@ def _quantile(
     axes = normalize_axes(axis, x.ndim)
     dtype = _result_dtype(name, x.dtype, q_user, method)
     kept = [i for i in range(x.ndim) if i not in axes]
-    if x.size == 0 and not kept:  # NumPy: NaN (with a RuntimeWarning) for an empty array
+    if x.size == 0 and not kept:
+        if name in ("quantile", "percentile"):  # NumPy's own error for an empty array
+            raise IndexError("index -1 is out of bounds for axis 0 with size 0")
         from spartan.frontend.creation import full
 
-        result = full(q.shape, np.nan, dtype=dtype)
+        result = full(q.shape, np.nan, dtype=dtype)  # median, nan*: NaN like NumPy
     elif kept or nan or x.size == 0:
         fn = functools.partial(_lanes_quantile, q, method, nan)
         result = along_axes(fn, x, axes, q.shape, dtype, name=name)
