@@ -12,9 +12,11 @@ setup(
         "cloudpickle>=2.0",
         "msgpack>=1.0",
         "scipy>=1.10",
+        "psutil",
+        "tqdm",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "ruff"],
+        "test": ["pytest>=7", "hypothesis>=6", "ruff", "matplotlib"],
         "bench": ["dask[array,distributed]>=2024.1", "psutil", "matplotlib", "tqdm"],
         "gpu": ["cupy-cuda12x>=13"],  # CUDA 12.x drivers
         "gpu-cuda13": ["cupy-cuda13x>=13"],  # CUDA 13.x drivers

@@ -24,6 +24,7 @@ from spartan.config import config
 from spartan.frontend.array import Array, ndarray
 from spartan.frontend.evaluate import evaluate as _evaluate
 from spartan.numpy_api import *  # noqa: F403
+from spartan.numpy_api import array_namespace_info as __array_namespace_info__
 from spartan.tiling import Tiling
 
 
@@ -58,6 +59,16 @@ def numpy_function(func: Any) -> Any:
         return None
     impl = globals().get(name)
     return impl if callable(impl) and not isinstance(impl, type) else None
+
+
+def __getattr__(name: str) -> Any:
+    """A NumPy name spartan has no distributed version of: say so clearly."""
+    if not name.startswith("_") and hasattr(_np, name):
+        raise AttributeError(
+            f"spartan has no distributed version of numpy.{name}; if the data fits in one "
+            f"process, call numpy.{name} on x.to_numpy() explicitly"
+        )
+    raise AttributeError(f"module 'spartan' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

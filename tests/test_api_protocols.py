@@ -54,7 +54,9 @@ def test_array_namespace(local):
 def test_methods(local):
     a = np.arange(6).reshape(2, 3)
     x = sp.array(a)
-    np.testing.assert_array_equal(x.sort(axis=0).to_numpy(), np.sort(a, axis=0))
+    y = sp.array(a[::-1])
+    assert y.sort(axis=0) is None  # in place, like ndarray.sort
+    np.testing.assert_array_equal(y.to_numpy(), np.sort(a[::-1], axis=0))
     np.testing.assert_array_equal(x.take([0, 4]).to_numpy(), a.take([0, 4]))
     np.testing.assert_array_equal(x.repeat(2).to_numpy(), a.repeat(2))
     np.testing.assert_array_equal(x.diagonal().to_numpy(), a.diagonal())

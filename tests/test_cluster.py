@@ -53,6 +53,15 @@ def cluster():
     env = dict(os.environ, RAY_AUTH_MODE="disabled")
     port, dash = _free_port(), _free_port()
     common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
+
+    def agent_ports() -> list[str]:  # each node's agents on their own free ports
+        return [
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--dashboard-agent-grpc-port={_free_port()}",
+            f"--runtime-env-agent-port={_free_port()}",
+            f"--metrics-export-port={_free_port()}",
+        ]
+
     procs = [
         subprocess.Popen(
             [
@@ -62,6 +71,7 @@ def cluster():
                 f"--port={port}",
                 f"--dashboard-port={dash}",
                 "--include-dashboard=true",
+                *agent_ports(),
                 *common,
             ],
             env=env,
@@ -74,7 +84,7 @@ def cluster():
         time.sleep(6)
         procs.append(
             subprocess.Popen(
-                [RAY, "start", f"--address=127.0.0.1:{port}", *common],
+                [RAY, "start", f"--address=127.0.0.1:{port}", *agent_ports(), *common],
                 env=env,
                 start_new_session=True,
                 stdout=subprocess.DEVNULL,
@@ -121,7 +131,7 @@ def test_example_runs_unchanged_under_ray_job_submit(cluster):
     env, _, dash = cluster
     submit = [RAY, "job", "submit", f"--address=http://127.0.0.1:{dash}", "--working-dir", "."]
     example = ["python", "examples/kmeans.py", "--n", "20000", "--iters", "2"]
-    for _attempt in range(6):  # the job agent may still be starting on a busy machine
+    for _attempt in range(15):  # the job agent may still be starting on a busy machine
         out = subprocess.run(
             [*submit, "--", *example],
             env=env,

@@ -240,10 +240,33 @@ def _method(name: str):
 
 for _name in (
     "sum prod mean std var min max argmin argmax all any cumsum cumprod ravel flatten "
-    "swapaxes squeeze dot clip round conj conjugate nonzero sort argsort ptp repeat "
-    "take trace diagonal fill_diagonal searchsorted compress choose partition argpartition put"
+    "swapaxes squeeze dot clip round conj conjugate nonzero argsort ptp repeat "
+    "take trace diagonal fill_diagonal searchsorted compress choose argpartition put"
 ).split():
     setattr(Array, _name, _method(_name))
+
+
+def _in_place(name: str):
+    """NumPy's in-place methods (``x.sort()``): rebind this handle, return None."""
+
+    def method(self: Array, *args: Any, **kwargs: Any) -> None:
+        self._expr = getattr(_ns(), name)(self, *args, **kwargs)._expr
+
+    method.__name__ = name
+    method.__doc__ = f"In place, like ``numpy.ndarray.{name}`` (see :func:`spartan.{name}`)."
+    return method
+
+
+Array.sort = _in_place("sort")
+Array.partition = _in_place("partition")
+
+
+def _fill(self: Array, value: Any) -> None:
+    """Set every element to ``value`` (rebinds this handle, like ``ndarray.fill``)."""
+    self._expr = _ns().full_like(self, value)._expr
+
+
+Array.fill = _fill
 
 
 def _binary(op: str, reflected: bool = False):
