@@ -125,6 +125,24 @@ def test_reshape_and_concatenate(backend, tiling):
     )
 
 
+@given(
+    start=st.integers(-7, 7),
+    stop=st.integers(-7, 7),
+    step=st.sampled_from([1, 2, 3, -1, -2, -3]),
+    col=st.integers(-5, 4),
+)
+@FAST
+def test_hypothesis_strided_setitem(local_backend, start, stop, step, col):
+    sp.backend.session.use(local_backend)
+    a = data((7, 5), 3)
+    x = sp.array(a, tiling="block")
+    key = (slice(start, stop, step), col)
+    value = np.arange(len(range(*key[0].indices(7))), dtype=float)
+    a[key] = value
+    x[key] = value
+    np.testing.assert_array_equal(x.to_numpy(), a)
+
+
 def test_setitem_is_functional(backend, tiling):
     a = data((6, 5), 12)
     x = sp.array(a, tiling=tiling)

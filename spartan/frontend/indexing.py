@@ -67,7 +67,7 @@ def compress_mask(x: Array, mask: Array) -> Array:
 
 
 class _Place:
-    """``f_join`` for assignment: the whole value goes to one contiguous location."""
+    """``f_join`` for assignment: the whole value goes to one (strided) location."""
 
     def __init__(self, loc: tuple):
         self.loc = loc
@@ -95,34 +95,32 @@ def setitem(x: Array, key: Any, value: Any) -> Array:
             raise ValueError(
                 f"could not broadcast input array from shape {v.shape} into shape {target}"
             ) from None
-        if all(abs(a.step) == 1 or a.count <= 1 for a in vm.axes if a.base is not None):
-            from spartan.frontend.manipulation import broadcast_to
+        from spartan.frontend.manipulation import broadcast_to
 
-            v = broadcast_to(v.astype(x.dtype), target)
-            box = vm.base_box(tuple((0, n) for n in target))
-            base_shape = tuple(hi - lo for lo, hi in box)
-            # lay the value out in base axis order, then write it as one block
-            v = _to_base_layout(v, vm, base_shape)
-            loc = tuple(slice(lo, hi) for lo, hi in box)
-            expr = JoinUpdate(
-                _Place(loc), None, [v._expr], [-1], x.shape, x.dtype, base=x._expr, name="setitem"
-            )
-            return Array(expr)
+        # the value over the selected base elements, in base axis order (basic indices
+        # keep axis order; unit axes from None go, integer axes are dropped)
+        kept = [a for a in vm.axes if a.base is not None]
+        v = broadcast_to(v.astype(x.dtype), target).reshape(tuple(a.count for a in kept))
+        loc: list[Any] = [0] * x.ndim
+        for axis, index in vm.fixed:
+            loc[axis] = index
+        for a in kept:
+            stop = a.start + a.step * a.count
+            loc[a.base] = slice(a.start, stop if stop >= 0 else None, a.step)
+        expr = JoinUpdate(
+            _Place(tuple(loc)),
+            None,
+            [v._expr],
+            [-1],
+            x.shape,
+            x.dtype,
+            base=x._expr,
+            name="setitem",
+        )
+        return Array(expr)
     from spartan.frontend import fancy
 
     return fancy.setitem(x, key, value)
-
-
-def _to_base_layout(v: Array, vm: ViewMap, base_shape: tuple) -> Array:
-    """A value laid out over the view's region as it sits in the base array."""
-    kept = [a for a in vm.axes if a.base is not None]
-    v = v.reshape(tuple(a.count for a in kept)) if v.ndim != len(kept) else v
-    order = sorted(range(len(kept)), key=lambda i: kept[i].base)
-    v = v.transpose(order) if order != list(range(len(kept))) else v
-    flips = tuple(slice(None, None, -1) if kept[i].step < 0 else slice(None) for i in order)
-    if any(s.step == -1 for s in flips):
-        v = v[flips]
-    return v.reshape(base_shape)
 
 
 def nonzero(a: Any) -> tuple[Array, ...]:

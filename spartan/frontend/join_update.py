@@ -13,6 +13,7 @@ combine collisions with ``f_accum`` onto an output that starts at ``fill``.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import numpy as np
 from spartan.backend.device import array_module, contiguous
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
+from spartan.frontend.tiles import axis_runs
 from spartan.tiling import Box, Tiling, box_shape
 
 
@@ -50,21 +52,20 @@ class Extent:
         return box_shape(self.box)
 
 
-def location_box(loc: Any, shape: Sequence[int]) -> Box:
-    """An update location (slices/ints for a prefix of the axes) as a full box."""
+def location_runs(loc: Any, shape: Sequence[int]) -> list[tuple[int, int, int]]:
+    """An update location (slices with any step, or ints, for a prefix of the axes) as
+    ``(start, count, step)`` per output axis."""
     if not isinstance(loc, tuple):
         loc = (loc,)
-    box = []
+    runs = []
     for i, n in enumerate(shape):
         s = loc[i] if i < len(loc) else slice(None)
         if isinstance(s, slice):
-            lo, hi, step = s.indices(n)
-            if step != 1:
-                raise ValueError("join_update locations must be contiguous (step 1)")
-            box.append((lo, max(lo, hi)))
+            start, stop, step = s.indices(n)
+            runs.append((start, len(range(start, stop, step)), step))
         else:
-            box.append((int(s), int(s) + 1))
-    return tuple(box)
+            runs.append((int(s) % n if n else 0, 1, 1))
+    return runs
 
 
 def integer_axes(loc: Any) -> tuple[int, ...]:
@@ -83,16 +84,26 @@ class _JoinTask:
     def __call__(self, *blocks: np.ndarray) -> list | tuple[list, ...]:
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
         for loc, update in self.f_join(self.extents, *blocks) or ():
-            box = location_box(loc, self.out_shape)
+            runs = location_runs(loc, self.out_shape)
             xp = array_module(update)
             upd = xp.asarray(update)
             dropped = integer_axes(loc)
             if dropped and upd.ndim == len(self.out_shape) - len(dropped):
                 upd = xp.expand_dims(upd, dropped)  # an integer drops its axis, as in NumPy
-            upd = xp.broadcast_to(upd, box_shape(box))
-            for idx, inter in self.out_tiling.overlapping(self.out_shape, box):
-                src = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, box))
-                per_tile[idx].append((inter, contiguous(upd[src])))
+            upd = xp.broadcast_to(upd, tuple(count for _, count, _ in runs))
+            per_axis = [
+                axis_runs(start, count, step, n, c)
+                for (start, count, step), n, c in zip(runs, self.out_shape, self.out_tiling.cuts)
+            ]
+            for combo in itertools.product(*per_axis):
+                dst, src = [], []
+                for (start, _, step), (_, tlo, k_lo, k_hi) in zip(runs, combo):
+                    first = start + step * k_lo - tlo
+                    stop = first + step * (k_hi - k_lo)
+                    dst.append(slice(first, stop if stop >= 0 else None, step))
+                    src.append(slice(k_lo, k_hi))
+                idx = tuple(run[0] for run in combo)
+                per_tile[idx].append((tuple(dst), contiguous(upd[tuple(src)])))
         out = tuple(per_tile[t] for t in self.targets)
         return out[0] if len(out) == 1 else out  # one output: the value itself
 
@@ -114,8 +125,7 @@ class _Accumulate:
             out = xp.full(box_shape(self.box), self.fill, dtype=self.dtype)
             lists = inputs
         for updates in lists:
-            for inter, upd in updates:
-                s = tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(inter, self.box))
+            for s, upd in updates:  # s: the update's place in this tile
                 out[s] = upd if self.f_accum is None else self.f_accum(out[s], upd)
         return out
 

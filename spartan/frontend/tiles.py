@@ -68,7 +68,7 @@ def _release(backend_ref: weakref.ref, keys: list) -> None:
             return
 
 
-def _axis_runs(
+def axis_runs(
     start: int, count: int, step: int, n: int, cuts: int
 ) -> list[tuple[int, int, int, int]]:
     """Tiles along one axis holding elements ``start + step*k``: (piece, lo, k_lo, k_hi)."""
@@ -110,7 +110,7 @@ def pieces(
         )
     cuts = (1,) * len(tiles.shape) if tiles.tiling.replicated else tiles.tiling.cuts
     per_axis = [
-        _axis_runs(start, count, step, n, c)
+        axis_runs(start, count, step, n, c)
         for (start, count, step, _), n, c in zip(sel, tiles.shape, cuts)
     ]
     out: list[Piece] = []
