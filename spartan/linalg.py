@@ -5,8 +5,8 @@ Tall-skinny matrices are factored by TSQR (``qr``, ``svd``, ``lstsq``,
 ``det``, ``cholesky``, ``eigh``...) run as one task on one worker, which receives the
 operands whole — never the driver.
 
->>> q, r = spartan.linalg.qr(x); u, s, vt = spartan.linalg.svd(x, full_matrices=False)
-... # doctest: +SKIP
+>>> q, r = spartan.linalg.qr(x)                             # doctest: +SKIP
+>>> u, s, vt = spartan.linalg.svd(x, full_matrices=False)  # doctest: +SKIP
 """
 
 from __future__ import annotations

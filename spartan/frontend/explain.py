@@ -3,7 +3,7 @@
 >>> print(spartan.explain(x @ y))            # doctest: +SKIP
 tiling plan: 2 workers, exact, 0.4 ms
 node  op  shape  tiling  predicted B  measured B
-...
+(one row per node, then the total)
 """
 
 from __future__ import annotations

@@ -71,8 +71,9 @@ class _Builder:
             kinds = list(OPERATOR_KINDS)
             if not self._room(2):
                 kinds.remove("filter")  # needs a mask op too
-            while not self.makers[self.rng.choice(kinds)]():
-                pass
+            made = False
+            while not made:  # a maker declines when its inputs do not fit; draw again
+                made = self.makers[self.rng.choice(kinds)]()
         return self.p
 
     def _room(self, n: int) -> bool:
