@@ -647,6 +647,9 @@ Peers tried from the package registry (2026-11-23, Python 3.11):
 """
 
 
+FINDINGS = "## Findings"
+
+
 def _ratio(row: Row, peer: str) -> str:
     s, p = row.seconds.get("spartan"), row.seconds.get(peer)
     return f"{p / s:.2f}x" if s and p else "-"
@@ -723,6 +726,10 @@ def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
     for q in (False, True):
         if sections[q]:
             out += [_section(q), "", table(list(sections[q].values())), ""]
+    # a hand-written "## Findings" section at the end survives re-runs
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    if FINDINGS in old:
+        out += [old[old.index(FINDINGS) :]]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(out))
 
