@@ -79,11 +79,11 @@ def mismatches(got: Any, want: Any, path: str = "result") -> list[str]:
     got, want = numpy.asarray(got), numpy.asarray(want)
     if got.shape != want.shape:
         return [f"{path}: shape {got.shape} != NumPy's {want.shape}"]
+    # float32 sums taken in another order differ in about the 6th digit
+    rtol = RTOL_FLOAT32 if want.dtype == numpy.float32 else RTOL
     if want.dtype.kind in "biu":
         ok = numpy.array_equal(got, want)
     else:
-        # float32 sums taken in another order differ in about the 6th digit
-        rtol = RTOL_FLOAT32 if want.dtype == numpy.float32 else RTOL
         ok = numpy.allclose(got, want, rtol=rtol, atol=ATOL, equal_nan=True)
     if ok:
         return []
