@@ -27,6 +27,24 @@ def _partial_product(extents, xt: np.ndarray, yt: np.ndarray):
     return [((), xt @ yt)]
 
 
+def _rows_first(x: Array) -> bool:
+    """Whether to join column groups of x with row groups of y (implementation (b)).
+
+    An already evaluated x decides by where it is cut: cut along its rows, implementation
+    (a) reads it in place (a solver's ``A @ p`` every iteration); cut along its columns,
+    (b) does. Otherwise the thesis's shape rule (Fig. 2.5): (b) when ``n <= k``.
+    """
+    t = x.tiling
+    if (
+        t is not None
+        and not t.replicated
+        and len(t.cuts) == 2
+        and (t.cuts[0] > 1) != (t.cuts[1] > 1)
+    ):
+        return t.cuts[1] > 1
+    return x.shape[0] <= x.shape[1]
+
+
 def dot2d(x: Array, y: Array) -> Array:
     """``x @ y`` for 2-D arrays, as one of the two join_update implementations."""
     n, k = x.shape
@@ -34,7 +52,7 @@ def dot2d(x: Array, y: Array) -> Array:
     if k != k2:
         raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {k} (dim 1) != {k2} (dim 0)")
     dtype = np.result_type(x.dtype, y.dtype)
-    if x.shape[0] <= x.shape[1]:
+    if _rows_first(x):
         expr = JoinUpdate(
             _partial_product, np.add, [x._expr, y._expr], [1, 0], (n, m), dtype, name="dot(b)"
         )
