@@ -23,8 +23,13 @@ CHECK_SIZES = {"n": 3000, "d": 5, "k": 4, "iters": 5, "m": 2.0}
 
 
 def make_data(args: Namespace) -> tuple[Any, ...]:
+    """Points around ``k`` random centers (on uniform noise fuzzy c-means makes every
+    membership ~1/k: all centers collapse onto the mean)."""
     np.random.seed(args.seed)
-    return (np.random.rand(args.n, args.d),)
+    blob = np.floor(np.random.rand(args.n) * args.k)
+    onehot = (blob[:, None] == np.arange(args.k)).astype(np.float64)
+    centers = 10.0 * np.random.rand(args.k, args.d)
+    return (onehot @ centers + np.random.randn(args.n, args.d),)
 
 
 def fuzzy_kmeans(X: Any, k: int, iters: int, m: float) -> tuple[Any, Any]:
