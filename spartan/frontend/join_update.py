@@ -75,15 +75,32 @@ def integer_axes(loc: Any) -> tuple[int, ...]:
 
 
 class _JoinTask:
-    """Run ``f_join`` on one group and cut its updates by the output tiling."""
+    """Run ``f_join`` on the groups of one worker and cut their updates by the output
+    tiling; with ``f_accum``, updates to the same location are combined here first, so
+    a worker sends one update per location instead of one per group."""
 
-    def __init__(self, f_join, extents, out_shape, out_tiling: Tiling, targets):
-        self.f_join, self.extents = f_join, extents
+    def __init__(self, f_join, groups, nin, f_accum, out_shape, out_tiling: Tiling, targets):  # noqa: ANN001
+        self.f_join, self.groups, self.nin, self.f_accum = f_join, groups, nin, f_accum
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
+
+    def updates(self, blocks: tuple) -> list[tuple[Any, Any]]:
+        out: list[tuple[Any, Any]] = []
+        merged: dict[str, list] = {}
+        for i, extents in enumerate(self.groups):
+            group_blocks = blocks[i * self.nin : (i + 1) * self.nin]
+            for loc, update in self.f_join(extents, *group_blocks) or ():
+                if self.f_accum is None:
+                    out.append((loc, update))
+                elif repr(loc) in merged:
+                    entry = merged[repr(loc)]
+                    entry[1] = self.f_accum(entry[1], update)
+                else:
+                    merged[repr(loc)] = [loc, update]
+        return out + [(loc, update) for loc, update in merged.values()]
 
     def __call__(self, *blocks: np.ndarray) -> list | tuple[list, ...]:
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
-        for loc, update in self.f_join(self.extents, *blocks) or ():
+        for loc, update in self.updates(blocks):
             runs = location_runs(loc, self.out_shape)
             xp = array_module(update)
             upd = xp.asarray(update)
@@ -176,18 +193,14 @@ class JoinUpdate(Expr):
         return self.name
 
     def group_count(self, ctx: Lowering) -> int:
-        """Groups follow the first joined input's tiles along its axis; when updates are
-        accumulated, one group per worker (tiles sit on workers in contiguous runs), so
-        each worker sends one combined update rather than one per tile."""
+        """Groups follow the first joined input's tiles along its axis."""
         if self.groups:
             return self.groups
-        nw = ctx.backend.nworkers
         for x, a in zip(self.children, self.axes):
             if a >= 0:
                 t = ctx.tiling(x)
                 if not t.replicated and t.cuts[a] > 1:
-                    accumulated = self.f_accum is not None and t.cuts[a] % nw == 0
-                    return nw if accumulated and t.ntiles == t.cuts[a] else t.cuts[a]
+                    return t.cuts[a]
                 return max(1, min(x.shape[a], ctx.backend.nworkers))
         return 1
 
@@ -200,6 +213,7 @@ class JoinUpdate(Expr):
         targets = list(grid.tile_indices())
         inputs = self.children[: self.ninputs]
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
+        per_worker: dict[int, list] = {}
         for g in range(groups):
             boxes = []
             for x, a in zip(inputs, self.axes):
@@ -211,9 +225,22 @@ class JoinUpdate(Expr):
             w = self._worker(ctx, inputs, boxes, g, groups, nw)
             regions = [ctx.region(x, b, w) for x, b in zip(inputs, boxes)]
             extents = tuple(Extent(b) for b in boxes)
-            keys = [(self.uid, "upd", g, t) for t in targets]
-            task = _JoinTask(self.f_join, extents, self.shape, grid, targets)
-            ctx.backend.submit(w, task, regions, keys)
+            # accumulated updates: one task per worker; otherwise one per group
+            batch = w if self.f_accum is not None else (w, g)
+            per_worker.setdefault(batch, []).append((w, regions, extents))
+        for b, items in per_worker.items():
+            w = items[0][0]
+            keys = [(self.uid, "upd", b, t) for t in targets]
+            task = _JoinTask(
+                self.f_join,
+                [e for _, _, e in items],
+                len(inputs),
+                self.f_accum,
+                self.shape,
+                grid,
+                targets,
+            )
+            ctx.backend.submit(w, task, [r for _, rs, _ in items for r in rs], keys)
             for t, k in zip(targets, keys):
                 update_keys[t].append(k)
         base = self.children[self.ninputs] if self.has_base else None

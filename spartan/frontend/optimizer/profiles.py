@@ -457,8 +457,12 @@ def _join_update(
     out_shape: tuple, itemsize: int, out_t: Tiling, update_axis: int | None, tasks: tuple, P: int
 ) -> int:
     groups, workers = tasks
-    regions = (_slabs(out_shape, update_axis, groups), np.asarray(workers, dtype=np.int64))
-    return cross_overlap(regions, layout(out_shape, out_t, P)) * itemsize
+    workers = np.asarray(workers, dtype=np.int64)
+    slabs = _slabs(out_shape, update_axis, groups)
+    if update_axis is None:  # whole-output updates: a worker combines its own first
+        workers = np.unique(workers)
+        slabs = slabs[: len(workers)]
+    return cross_overlap((slabs, workers), layout(out_shape, out_t, P)) * itemsize
 
 
 @lru_cache(maxsize=65536)
