@@ -93,6 +93,21 @@ def _star_stencil(xp: Any, u: Any) -> Any:
     return (0.5 * c + 0.1 * near + 0.025 * far).sum(axis=0)
 
 
+def _retile(xp: Any, x: Any) -> Any:
+    """Re-cut an existing array by columns, then take column sums (local after the cut).
+
+    spartan: ``retile``; Dask: ``rechunk`` to 8 column blocks; NumPy has no tiling, so it
+    copies (the nearest equivalent of moving every element once)."""
+    if hasattr(xp, "retile"):
+        y = xp.retile(x, "column")
+    elif hasattr(x, "rechunk"):
+        # "tasks": the p2p default needs a distributed scheduler, and the threaded one has none
+        y = x.rechunk((x.shape[0], -(-x.shape[1] // 8)), method="tasks")
+    else:
+        y = x.copy()
+    return y.sum(axis=0)
+
+
 def _example(module: str, function: str, *params: Any) -> Callable[..., Any]:
     """Workload running ``examples/<module>.<function>(*inputs, *params)`` on ``xp``."""
     import importlib
@@ -276,6 +291,13 @@ def _workloads(quick: bool) -> list[Workload]:
             lambda r: _spd(r, q(1000, 4000)),
             f"n={q(1000, 4000)}",
             pieces=(2, 2),
+        ),
+        Workload(
+            "retile",
+            _retile,
+            lambda r: (_rand(r, q(2000, 8000), q(2000, 8000)),),
+            f"{q(2000, 8000)}^2 rows->cols",
+            pieces=(8, 1),
         ),
         Workload(
             "stencil",
