@@ -16,7 +16,7 @@ from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, read_pieces
-from spartan.frontend.map import Map, run_tree
+from spartan.frontend.map import Map, identity
 from spartan.tiling import Tiling
 
 log = logging.getLogger("spartan")
@@ -113,15 +113,11 @@ def evaluate(*exprs: Expr) -> None:
 
 def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
     """Give an evaluated array new tiles in ``tiling`` (the plan found it pays off)."""
-    copy = Map(_identity, [expr], expr.shape, expr.dtype, name="retile")
+    copy = Map(identity, [expr], expr.shape, expr.dtype, name="retile")
     ctx.tilings[copy.uid] = tiling
     ctx.backend.tag = expr.uid
     copy.lower(ctx)
     expr.data = copy.data
-
-
-def _identity(x: np.ndarray) -> np.ndarray:
-    return x
 
 
 def to_numpy(expr: Expr) -> np.ndarray:
@@ -144,4 +140,4 @@ def gather(expr: Expr, box) -> np.ndarray:
     return np.array(assemble(region, parts), copy=True)
 
 
-__all__ = ["evaluate", "to_numpy", "gather", "run_tree"]
+__all__ = ["evaluate", "to_numpy", "gather"]

@@ -23,10 +23,7 @@ class Explanation:
         self.planned = planned
         self.evaluated = evaluated
         if evaluated:
-            by_tag = session.current().stats().bytes_by_tag
-            for uid, nid in planned.node_of.items():
-                if nid in planned.plan.predicted:
-                    planned.plan.record_measured(nid, by_tag.get(uid, 0))
+            planned.record(session.current().stats().bytes_by_tag)
 
     @property
     def plan(self) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 from spartan.backend.base import Piece, Region
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
+from spartan.frontend.map import identity
 from spartan.frontend.tiles import Tiles
 from spartan.tiling import Tiling
 
@@ -59,13 +60,9 @@ class Filter(Expr):
                 if s < e:
                     ps.append(Piece(pw, key, (slice(s - a, e - a),), (slice(s - lo, e - lo),)))
             region = Region((hi - lo,), self.dtype, tuple(ps))
-            ctx.backend.submit(w, _identity, [region], [tiles.key(idx)])
+            ctx.backend.submit(w, identity, [region], [tiles.key(idx)])
         ctx.backend.delete([k for k, _ in parts])
         self.data = tiles
 
     def lower(self, ctx: Lowering) -> None:
         self.compute(ctx)
-
-
-def _identity(x: np.ndarray) -> np.ndarray:
-    return x

@@ -14,16 +14,12 @@ import numpy as np
 
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, with_tiling
-from spartan.frontend.map import Map
+from spartan.frontend.map import Map, identity
 from spartan.frontend.reductions import normalize_axes
 from spartan.frontend.reshape import Concatenate, Reshape
 from spartan.frontend.view import transpose as transpose_view
 from spartan.frontend.view import view
 from spartan.frontend.viewmap import Axis, ViewMap
-
-
-def _identity(x: np.ndarray) -> np.ndarray:
-    return x
 
 
 def _cast(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
@@ -149,7 +145,7 @@ def broadcast_to(a: Any, shape: Any) -> Array:
         )
     if shape == x.shape:
         return x
-    return Array(Map(_identity, [x._expr], shape, x.dtype, name="broadcast_to"))
+    return Array(Map(identity, [x._expr], shape, x.dtype, name="broadcast_to"))
 
 
 def broadcast_arrays(*args: Any) -> list[Array]:
@@ -170,13 +166,13 @@ def astype(a: Any, dtype: Any, copy: bool = True) -> Array:
 
 def copy(a: Any) -> Array:
     x = asarray(a)
-    return Array(Map(_identity, [x._expr], x.shape, x.dtype, name="copy"))
+    return Array(Map(identity, [x._expr], x.shape, x.dtype, name="copy"))
 
 
 def retile(a: Any, tiling: Any) -> Array:
     """``a`` re-cut into ``tiling`` (a :class:`Tiling` or row/column/block/dup)."""
     x = asarray(a)
-    return with_tiling(Map(_identity, [x._expr], x.shape, x.dtype, name="retile"), tiling)
+    return with_tiling(Map(identity, [x._expr], x.shape, x.dtype, name="retile"), tiling)
 
 
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Array:

@@ -19,6 +19,7 @@ from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
+from spartan.frontend.map import identity
 from spartan.frontend.tiles import Tiles, pieces
 from spartan.tiling import Tiling, box_shape
 
@@ -94,12 +95,8 @@ class Scan(Expr):
             sel = tuple((lo, hi - lo, 1, False) for lo, hi in box)
             ps = pieces(tiles, sel, None, range(len(box)), w)
             region = Region(box_shape(box), self.dtype, tuple(ps))
-            ctx.backend.submit(w, _identity, [region], [out.key(idx)])
+            ctx.backend.submit(w, identity, [region], [out.key(idx)])
         self.data = out  # the grid tiles go when ``tiles`` is collected
-
-
-def _identity(x: np.ndarray) -> np.ndarray:
-    return x
 
 
 def ufunc_accumulate(

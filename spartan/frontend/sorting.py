@@ -31,7 +31,7 @@ from spartan.frontend.expr import Expr
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.lowering import Lowering
 from spartan.frontend.manipulation import moveaxis
-from spartan.frontend.map import Map
+from spartan.frontend.map import Map, identity
 from spartan.frontend.reductions import normalize_axes
 from spartan.tiling import Tiling
 
@@ -122,10 +122,6 @@ class _Merge:
         return np.sort(cat, kind="stable"), int(cat.size)
 
 
-def _identity(x: np.ndarray) -> np.ndarray:
-    return x
-
-
 class SampleSort(Expr):
     """A 1-d array sorted: its values, or ``(value, index)`` records when
     ``with_index`` (see the module docstring).
@@ -186,7 +182,7 @@ class SampleSort(Expr):
                 s, e = max(lo, a), min(hi, b)
                 if s < e:
                     ps.append(Piece(pw, key, (slice(s - a, e - a),), (slice(s - lo, e - lo),)))
-            be.submit(w, _identity, [Region((hi - lo,), self.dtype, tuple(ps))], [tiles.key(idx)])
+            be.submit(w, identity, [Region((hi - lo,), self.dtype, tuple(ps))], [tiles.key(idx)])
         be.delete(runs + samples + [split] + [k for row in buckets for k in row] + merged)
         self.data = tiles
 
