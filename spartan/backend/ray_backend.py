@@ -284,7 +284,8 @@ class RayBackend(Master):
 
     # ---- the rest of the API ---------------------------------------------------------------
     def _delete(self, worker: int, keys: list[Key]) -> None:
-        self.actors[worker].delete.remote(keys)
+        if ray.is_initialized() and self.actors:  # an actor call would start Ray again
+            self.actors[worker].delete.remote(keys)
 
     def worker_memory(self) -> list[int]:
         return self._get([a.memory.remote() for a in self.actors])

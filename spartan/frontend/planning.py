@@ -123,7 +123,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     retile = []
     for e in inputs:  # evaluated inputs: re-tiled only where the plan pays for it
         t = plan.tiling[node_of[e.uid]]
-        if t != e.data.tiling and t.fits(e.shape):
+        if not same_axes(t, e.data.tiling) and t.fits(e.shape):
             retile.append((e, with_pieces(t, e.shape, nworkers)))
     new_base = {e.uid: t for e, t in retile}
     for e in order:  # views see their base's (possibly new) tiling
@@ -165,6 +165,13 @@ def device_free(backend: object) -> int:
     if getattr(backend, "device", "cpu") != "gpu":
         return 0
     return min(backend.worker_memory())
+
+
+def same_axes(a: Tiling, b: Tiling) -> bool:
+    """Cut along the same axes (so, up to rounding, the same elements on each worker)."""
+    if a.replicated or b.replicated:
+        return a.replicated == b.replicated
+    return [c > 1 for c in a.cuts] == [c > 1 for c in b.cuts]
 
 
 def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:

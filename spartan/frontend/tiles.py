@@ -33,7 +33,8 @@ class Tiles:
         self.tiling = tiling
         self.nworkers = backend.nworkers
         keys = [self.key(idx) for idx in tiling.tile_indices()]
-        weakref.finalize(self, _release, weakref.ref(backend), keys)
+        # not at interpreter exit: the workers (and Ray) may already be gone then
+        weakref.finalize(self, _release, weakref.ref(backend), keys).atexit = False
 
     def key(self, idx: Sequence[int]) -> tuple:
         return (self.uid, tuple(idx))
