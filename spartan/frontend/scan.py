@@ -184,11 +184,12 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Array:
     return concatenate(parts) if len(parts) > 1 else d
 
 
-def cumulative_sum(
-    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+def _array_api_cumulative(
+    scan: Any, start: Any, x: Any, axis: Any, dtype: Any, include_initial: bool
 ) -> Array:
-    """The array API cumulative sum (``include_initial`` prepends the zero)."""
-    from spartan.frontend.creation import asarray, zeros
+    """The array API's cumulative functions: ``scan`` along ``axis``, optionally led by
+    the operation's identity (``start``: zeros or ones)."""
+    from spartan.frontend.creation import asarray
     from spartan.frontend.manipulation import concatenate
 
     a = asarray(x)
@@ -196,29 +197,27 @@ def cumulative_sum(
         if a.ndim > 1:
             raise ValueError("axis must be specified for arrays of more than one dimension")
         axis = 0
-    out = cumsum(a, axis=axis, dtype=dtype)
+    out = scan(a, axis=axis, dtype=dtype)
     if include_initial:
         ax = axis % a.ndim
         shape = tuple(1 if d == ax else m for d, m in enumerate(a.shape))
-        out = concatenate([zeros(shape, dtype=out.dtype), out], axis=ax)
+        out = concatenate([start(shape, dtype=out.dtype), out], axis=ax)
     return out
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+) -> Array:
+    """The array API cumulative sum (``include_initial`` prepends the zero)."""
+    from spartan.frontend.creation import zeros
+
+    return _array_api_cumulative(cumsum, zeros, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(
     x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
 ) -> Array:
     """The array API cumulative product (``include_initial`` prepends the one)."""
-    from spartan.frontend.creation import asarray, ones
-    from spartan.frontend.manipulation import concatenate
+    from spartan.frontend.creation import ones
 
-    a = asarray(x)
-    if axis is None:
-        if a.ndim > 1:
-            raise ValueError("axis must be specified for arrays of more than one dimension")
-        axis = 0
-    out = cumprod(a, axis=axis, dtype=dtype)
-    if include_initial:
-        ax = axis % a.ndim
-        shape = tuple(1 if d == ax else m for d, m in enumerate(a.shape))
-        out = concatenate([ones(shape, dtype=out.dtype), out], axis=ax)
-    return out
+    return _array_api_cumulative(cumprod, ones, x, axis, dtype, include_initial)
