@@ -27,7 +27,8 @@ def _compress(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
 class Filter(Expr):
     """Selected elements of ``values`` (a row-contiguous 1-d result).
 
-    Built already evaluated: constructing it runs the inputs and the per-tile counts.
+    Its length depends on the data, so its shape is known only after lowering, which
+    counts the selected elements per tile first (``compress_mask`` evaluates it at once).
     """
 
     def __init__(self, values: Expr, mask: Expr) -> None:
