@@ -20,6 +20,14 @@ class Config:
     tiles_per_worker: int | None = None
     #: evaluate automatically once this many unevaluated nodes pile up
     max_graph_size: int = 2000
+    #: computed arrays of at most this many bytes get a full copy on every worker
+    #: (0: the optimizer tiles them like any other array)
+    replicate_below_bytes: int = int(os.environ.get("SPARTAN_REPLICATE_BELOW_BYTES", 1 << 16))
+    #: compute row-local operators inside the ``X.T @ ...`` product that consumes them,
+    #: in cache-sized row chunks (:mod:`spartan.frontend.pipeline`)
+    pipeline_rows: bool = True
+    #: bytes of the widest row-aligned array per pipeline chunk (a few fit in cache)
+    pipeline_chunk_bytes: int = 1 << 20
     #: bytes the optimizer may spend on duplicated (replicated) arrays
     dup_budget_bytes: int = 0
     #: let the optimizer re-tile evaluated arrays where that moves fewer bytes in total

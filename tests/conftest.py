@@ -2,7 +2,8 @@
 
 ``backend`` runs a test on the in-process backend (3 workers) and on Ray (2 workers,
 started once); ``tiling`` runs it under row, column, block and duplicated tilings.
-Tiles are tiny (``tiles_per_worker=2``) so partitioning is really exercised.
+Tiles are tiny (``tiles_per_worker=2``) and small arrays are cut like big ones
+(``replicate_below_bytes=0``) so partitioning is really exercised.
 """
 
 from __future__ import annotations
@@ -70,10 +71,12 @@ def local_backend():
 
 @pytest.fixture(autouse=True)
 def _small_tiles():
-    old = spartan.config.tiles_per_worker
+    """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
+    old = spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes
     spartan.config.tiles_per_worker = 2
+    spartan.config.replicate_below_bytes = 0
     yield
-    spartan.config.tiles_per_worker = old
+    spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes = old
 
 
 @pytest.fixture(params=["local", "ray"])

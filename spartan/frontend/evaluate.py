@@ -12,11 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from spartan.backend import session
+from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, read_pieces
 from spartan.frontend.map import Map, identity
+from spartan.frontend.pipeline import row_pipelines
 from spartan.tiling import Tiling
 
 log = logging.getLogger("spartan")
@@ -82,8 +84,13 @@ def evaluate(*exprs: Expr) -> None:
     start = time.perf_counter()
     tilings, planned = planning.choose(order, backend.nworkers)
     fused = fusable(order, exprs, tilings)
+    pipes, piped = row_pipelines(order, exprs, tilings, config.pipeline_rows)
+    # a pipeline's leaves are read as tiles, so they must not vanish into their consumer
+    fused = (
+        fused - {leaf.uid for ris in pipes.values() for ri in ris for leaf, _ in ri.leaves}
+    ) | piped
     planned_at = time.perf_counter()
-    ctx = Lowering(backend, tilings, fused)
+    ctx = Lowering(backend, tilings, fused, pipes)
     for expr, tiling in planned.retile if planned is not None else ():
         retile_evaluated(ctx, expr, tiling)
     lowered = [n for n in order if n.uid not in fused and not n.is_view]

@@ -122,16 +122,22 @@ class Fold(Expr):
         t_in = ctx.tiling(child)
         in_shape = child.shape
         kernel, leaves = None, [child]
-        if isinstance(child, Map) and ctx.is_fused(child):
+        cuts = (1,) * len(in_shape) if t_in.replicated else t_in.cuts
+        piped = ctx.pipelines.get(self.uid)
+        if piped:  # the child is computed here in row chunks (spartan.frontend.pipeline)
+            (ri,) = piped
+            cuts = Tiling.row(in_shape, max(cuts[0], ri.row_cuts(ctx))).cuts
+            leaves = [leaf for leaf, _ in ri.leaves]
+        elif isinstance(child, Map) and ctx.is_fused(child):
             leaves = []
             kernel = Kernel(child.tree(ctx, leaves), child.dtype, child.fully_elementwise(ctx))
-        cuts = (1,) * len(in_shape) if t_in.replicated else t_in.cuts
         in_tiling = Tiling(cuts)
         kept = [i for i in range(len(in_shape)) if i not in self.axes]
         kept_tiling = Tiling(tuple(cuts[i] for i in kept))
         tiles = ctx.new_tiles(self)
         if (
-            not t_in.replicated
+            not piped
+            and not t_in.replicated
             and tiles.tiling == kept_tiling
             and all(cuts[i] == 1 for i in self.axes)
         ):
@@ -143,13 +149,21 @@ class Fold(Expr):
         nw = ctx.backend.nworkers
         groups: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
         for idx in in_tiling.tile_indices():
-            w = 0 if t_in.replicated else t_in.worker_of(idx, nw)
+            w = 0 if t_in.replicated else in_tiling.worker_of(idx, nw)
             groups.setdefault((w, tuple(idx[i] for i in kept)), []).append(idx)
         partials: dict[tuple[int, ...], list[tuple[int, tuple]]] = {}
         for (w, q), members in groups.items():
             inputs, parts = [], []
             for idx in members:
                 box = in_tiling.tile_bounds(in_shape, idx)
+                if piped:
+                    from spartan.config import config
+                    from spartan.frontend.pipeline import FoldRows
+
+                    inputs += [ctx.region(x, ri.leaf_box(x, rw, box[0]), w) for x, rw in ri.leaves]
+                    chunk = config.pipeline_chunk_bytes
+                    parts.append(FoldRows(ri, self.local, self.combine, self.axes, box, chunk))
+                    continue
                 inputs += [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
                 k = kernel.for_shape(box_shape(box)) if kernel is not None else None
                 parts.append(_LocalTask(k, self.local, self.axes, box))

@@ -79,16 +79,26 @@ class _JoinTask:
     tiling; with ``f_accum``, updates to the same location are combined here first, so
     a worker sends one update per location instead of one per group."""
 
-    def __init__(self, f_join, groups, nin, f_accum, out_shape, out_tiling: Tiling, targets):  # noqa: ANN001
+    def __init__(  # noqa: ANN001
+        self, f_join, groups, nin, f_accum, out_shape, out_tiling: Tiling, targets, chunked=None
+    ):
         self.f_join, self.groups, self.nin, self.f_accum = f_join, groups, nin, f_accum
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
+        #: a :class:`~spartan.frontend.pipeline.ChunkedJoin` when inputs are pipelined
+        self.chunked = chunked
+
+    def _group_updates(self, extents: tuple, blocks: tuple) -> Iterable[tuple[Any, Any]]:
+        if self.chunked is not None:
+            return self.chunked(self.f_join, extents, blocks)
+        return self.f_join(extents, *blocks) or ()
 
     def updates(self, blocks: tuple) -> list[tuple[Any, Any]]:
         out: list[tuple[Any, Any]] = []
         merged: dict[str, list] = {}
+        per = self.chunked.nblocks if self.chunked is not None else self.nin
         for i, extents in enumerate(self.groups):
-            group_blocks = blocks[i * self.nin : (i + 1) * self.nin]
-            for loc, update in self.f_join(extents, *group_blocks) or ():
+            group_blocks = blocks[i * per : (i + 1) * per]
+            for loc, update in self._group_updates(extents, group_blocks):
                 if self.f_accum is None:
                     out.append((loc, update))
                 elif repr(loc) in merged:
@@ -193,9 +203,14 @@ class JoinUpdate(Expr):
         return self.name
 
     def group_count(self, ctx: Lowering) -> int:
-        """Groups follow the first joined input's tiles along its axis."""
+        """Groups follow the first joined input's tiles along its axis (and, for
+        pipelined inputs, the finest row cut of what they read)."""
         if self.groups:
             return self.groups
+        piped = [ri.row_cuts(ctx) for ri in ctx.pipelines.get(self.uid, ())]
+        return max([self._input_groups(ctx), *piped])
+
+    def _input_groups(self, ctx: Lowering) -> int:
         for x, a in zip(self.children, self.axes):
             if a >= 0:
                 t = ctx.tiling(x)
@@ -212,6 +227,14 @@ class JoinUpdate(Expr):
         grid = Tiling((1,) * len(self.shape)) if out_tiling.replicated else out_tiling
         targets = list(grid.tile_indices())
         inputs = self.children[: self.ninputs]
+        piped = ctx.pipelines.get(self.uid, [])
+        chunked = None
+        if piped:
+            from spartan.config import config
+            from spartan.frontend.pipeline import ChunkedJoin
+
+            chunked = ChunkedJoin.of(piped, self.ninputs, self.axes, config.pipeline_chunk_bytes)
+        by_index = {ri.index: ri for ri in piped}
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         per_worker: dict[int, list] = {}
         for g in range(groups):
@@ -223,7 +246,15 @@ class JoinUpdate(Expr):
                     box[a] = (g * n // groups, (g + 1) * n // groups)
                 boxes.append(tuple(box))
             w = self._worker(ctx, inputs, boxes, g, groups, nw)
-            regions = [ctx.region(x, b, w) for x, b in zip(inputs, boxes)]
+            regions = []
+            for i, (x, b) in enumerate(zip(inputs, boxes)):
+                ri = by_index.get(i)
+                if ri is None:
+                    regions.append(ctx.region(x, b, w))
+                    continue
+                rows = b[ri.axis]
+                for leaf, rowwise in ri.leaves:
+                    regions.append(ctx.region(leaf, ri.leaf_box(leaf, rowwise, rows), w))
             extents = tuple(Extent(b) for b in boxes)
             # accumulated updates: one task per worker; otherwise one per group
             batch = w if self.f_accum is not None else (w, g)
@@ -239,6 +270,7 @@ class JoinUpdate(Expr):
                 self.shape,
                 grid,
                 targets,
+                chunked,
             )
             ctx.backend.submit(w, task, [r for _, rs, _ in items for r in rs], keys)
             for t, k in zip(targets, keys):

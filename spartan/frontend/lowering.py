@@ -11,10 +11,18 @@ from spartan.tiling import Box, Tiling, box_shape
 class Lowering:
     """What :meth:`Expr.lower` needs: the backend, each node's tiling, fusion marks."""
 
-    def __init__(self, backend: Backend, tilings: dict[int, Tiling], fused: set[int]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        tilings: dict[int, Tiling],
+        fused: set[int],
+        pipelines: dict[int, list] | None = None,
+    ) -> None:
         self.backend = backend
         self.tilings = tilings
         self.fused = fused
+        #: per join uid, its inputs computed in row chunks (:mod:`spartan.frontend.pipeline`)
+        self.pipelines = pipelines or {}
 
     def tiling(self, expr: Expr) -> Tiling:
         if expr.data is not None:

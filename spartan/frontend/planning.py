@@ -104,6 +104,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     }
     if not config.retile_inputs:
         fixed.update({node_of[e.uid]: e.data.tiling for e in inputs})
+    fixed.update(_replicated_small(order, node_of, nworkers))
     budget = config.dup_budget_bytes
     free = device_free(session.current())
     if free:  # the budget applies per device: a duplicate must fit each GPU
@@ -134,6 +135,30 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
             )
             tilings[e.uid] = e.induced_tiling(t)
     return tilings, Planned(plan, node_of, retile)
+
+
+def _replicated_small(
+    order: Sequence[Expr], node_of: dict[int, int], nworkers: int
+) -> dict[int, Tiling]:
+    """Small computed arrays kept whole on every worker.
+
+    Cutting a few hundred bytes (a weight vector, cluster centers, a scalar) buys no
+    parallelism, yet every task that reads such an array would wait for a piece from
+    another worker's queue; a replica per worker makes all those reads local for the
+    price of one exchange where it is computed."""
+    limit = config.replicate_below_bytes
+    if not limit or nworkers < 2:
+        return {}
+    return {
+        node_of[e.uid]: Tiling.duplicated(e.shape)
+        for e in order
+        if e.uid in node_of
+        and e.tiling_hint is None
+        and e.data is None
+        and not e.is_view
+        and not isinstance(e, Filter)
+        and math.prod(e.shape) * e.dtype.itemsize <= limit
+    }
 
 
 _plans: dict[tuple, Plan] = {}

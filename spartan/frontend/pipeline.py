@@ -1,0 +1,399 @@
+"""Row pipelines: row-local operators computed inside the join that sums over their rows.
+
+``X.T @ f(X @ w)`` reads X twice per evaluation when every operator makes tiles of its
+own: once for ``X @ w``, once for the product. When the operators between the two
+products are row-local (output row ``i`` depends only on row ``i`` of their row-aligned
+inputs: element-wise maps, ``dot(a)`` products with a whole right operand, folds over
+other axes, views that keep the rows) and each has one consumer, the join that sums
+over rows (``dot(b)``) computes them itself, group by group, in row chunks that stay
+in cache. X then streams from memory once, and the intermediate arrays never exist.
+
+Nothing moves that the unfused plan would not move: the leaves of a pipeline are read
+by the same row groups its consumer reads its own inputs by.
+
+>>> w = w - (X.T @ (1 / (1 + np.exp(-(X @ w))) - y)) / n     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spartan.backend.device import array_module
+from spartan.frontend.expr import Expr
+from spartan.frontend.fold import Fold, _Finalized
+from spartan.frontend.join_update import Extent, JoinUpdate
+from spartan.frontend.map import Map
+from spartan.tiling import Box, Tiling
+
+Tree = tuple  # see run_rows
+
+
+@dataclass
+class RowInput:
+    """Input ``index`` of a join computed by ``tree`` over ``leaves``, chunked along
+    the input's axis ``axis`` (the rows of the pipeline's base)."""
+
+    index: int
+    axis: int
+    tree: Tree
+    #: (leaf, read by rows?) in the order of their blocks
+    leaves: list[tuple[Expr, bool]]
+
+    def leaf_box(self, leaf: Expr, rowwise: bool, rows: tuple[int, int]) -> Box:
+        """The region of ``leaf`` the group with ``rows`` of the pipeline reads."""
+        box = [(0, n) for n in leaf.shape]
+        if rowwise:
+            box[0] = rows
+        return tuple(box)
+
+    @property
+    def rowwise(self) -> tuple[bool, ...]:
+        return tuple(rw for _, rw in self.leaves)
+
+    def row_cuts(self, ctx: Any) -> int:
+        """The finest row cut among the leaves read by rows: row groups that follow it
+        read every leaf tile in place (one piece, no copy)."""
+        cuts = [1]
+        for leaf, rowwise in self.leaves:
+            t = ctx.tiling(leaf)
+            if rowwise and not t.replicated:
+                cuts.append(t.cuts[0])
+        return max(cuts)
+
+
+def row_pipelines(
+    order: Sequence[Expr],
+    roots: Sequence[Expr],
+    tilings: dict[int, Tiling],
+    enabled: bool = True,
+) -> tuple[dict[int, list[RowInput]], set[int]]:
+    """Per consuming node uid (a ``dot(b)`` join or a fold over the rows), its
+    pipelined inputs; and the uids of the nodes computed inside them.
+
+    A node is computed inside its consumers when every operator that reads it reads
+    it by rows and is itself pipelined or a consumer; a node read by two consumers
+    (k-means' one-hot matrix: its column sums and ``onehot.T @ X``) is computed in
+    both, which costs arithmetic on cached rows instead of a pass over memory."""
+    if not enabled:
+        return {}, set()
+    reads: dict[int, list[tuple[Expr, Expr, int]]] = {}  # base uid -> (reader, input, index)
+    for node in order:
+        if node.is_view:  # a view's readers are recorded with the view as their input
+            continue
+        for i, c in enumerate(node.children):
+            reads.setdefault((c.base if c.is_view else c).uid, []).append((node, c, i))
+    root_ids = {(r.base if r.is_view else r).uid for r in roots}
+    sinks = {node.uid for node in order if _sink(node, tilings)}
+    inside = {node.uid for node in order if node.uid not in root_ids and _row_local(node)}
+    changed = True
+    while changed:  # drop nodes some reader cannot compute by rows, until none is left
+        changed = False
+        for uid in list(inside):
+            if not all(
+                _reads_rows(reader, c, i, reader.uid in sinks)
+                and (reader.uid in inside or reader.uid in sinks)
+                for reader, c, i in reads.get(uid, ())
+            ):
+                inside.discard(uid)
+                changed = True
+    pipes: dict[int, list[RowInput]] = {}
+    for node in order:
+        if node.uid not in sinks:
+            continue
+        ins = []
+        for i, (x, a) in enumerate(zip(node.children, _row_axes(node))):
+            base = x.base if x.is_view else x
+            if a >= 0 and base.uid in inside and _reads_rows(node, x, i, True):
+                leaves: list[tuple[Expr, bool]] = []
+                tree = _tree(base, inside, leaves)
+                if x.is_view:
+                    tree = _view_tree(x, a, tree)
+                ins.append(RowInput(i, a, tree, leaves))
+        if ins:
+            pipes[node.uid] = ins
+    used = {uid for ris in pipes.values() for ri in ris for uid in _uids(ri.tree, inside)}
+    return pipes, used
+
+
+def _row_axes(node: Expr) -> tuple[int, ...]:
+    """Per input of a consumer, the axis it reads in row chunks (-1: whole)."""
+    if isinstance(node, Fold):
+        return (0,)
+    return node.axes
+
+
+def _sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
+    """A consumer that sums over rows, so row chunks may be reduced one by one: a
+    ``dot(b)`` join (partial products), or a fold over axis 0 whose planned input
+    tiles cut only the rows (its tasks then compute whole rows)."""
+    if isinstance(node, Fold):
+        t = tilings.get(node.children[0].uid)
+        return (
+            0 in node.axes
+            and t is not None
+            and not t.replicated
+            and t.cuts[0] > 1
+            and all(c == 1 for c in t.cuts[1:])
+        )
+    return (
+        isinstance(node, JoinUpdate)
+        and node.name == "dot(b)"
+        and node.f_accum is not None
+        and not node.has_base
+        and node.ninputs == 2
+    )
+
+
+def _is_dot_a(node: Expr) -> bool:
+    return (
+        isinstance(node, JoinUpdate)
+        and node.name == "dot(a)"
+        and node.f_accum is None
+        and not node.has_base
+        and node.axes == (0, -1)
+    )
+
+
+def _row_local(node: Expr) -> bool:
+    """Output row i depends only on row i of the inputs read by rows."""
+    if node.data is not None or node.is_view or node.tiling_hint is not None:
+        return False
+    if len(node.shape) == 0 or node.shape[0] < 2:
+        return False
+    if isinstance(node, Map):
+        return node.elementwise
+    if isinstance(node, Fold):
+        return 0 not in node.axes and node.children[0].ndim >= 2
+    return _is_dot_a(node)
+
+
+def _reads_rows(reader: Expr, c: Expr, index: int, sink: bool) -> bool:
+    """``reader`` reads its input ``index`` (``c``: a node or a view of it) by rows."""
+    base = c.base if c.is_view else c
+    if sink:
+        axis = _row_axes(reader)[index]
+        if axis < 0:
+            return False
+        return _keeps_rows(c.vm, base.shape[0], axis) if c.is_view else axis == 0
+    n = reader.shape[0] if reader.shape else 0
+    if not _has_rows(c, n) or (isinstance(reader, JoinUpdate) and index != 0):
+        return False
+    return _keeps_rows(c.vm, base.shape[0], 0) if c.is_view else True
+
+
+def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
+    """View axis ``axis`` is the base's axis 0, whole and in order."""
+    a = vm.axes[axis]
+    return (
+        a.base == 0
+        and a.start == 0
+        and a.step == 1
+        and a.count == base_rows
+        and all(b != 0 for b, _ in vm.fixed)
+    )
+
+
+def _has_rows(c: Expr, n: int) -> bool:
+    """Whether ``c`` is aligned with a pipeline of ``n`` rows (else broadcast whole)."""
+    return bool(c.shape) and c.shape[0] == n and n > 1
+
+
+def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
+    """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes."""
+    n = node.shape[0]
+
+    def operand(c: Expr) -> Tree:
+        if not _has_rows(c, n):
+            return _leaf(c, False, leaves)
+        base = c.base if c.is_view else c
+        if base.uid in inside:
+            sub = _tree(base, inside, leaves)
+            return _view_tree(c, 0, sub) if c.is_view else sub
+        return _leaf(c, True, leaves)
+
+    if isinstance(node, Map):
+        subs = tuple(operand(op) if isinstance(op, Expr) else ("const", op) for op in node.operands)
+        return ("map", node.fn, subs, node.dtype, node.shape[1:], node.uid)
+    if isinstance(node, Fold):
+        direct = node.direct or _Finalized(node.local, node.final)
+        return ("fold", direct, node.axes, operand(node.children[0]), node.dtype, node.uid)
+    x, y = node.children
+    return ("dot", node.f_join, operand(x), _leaf(y, False, leaves), node.dtype, node.uid)
+
+
+def _uids(tree: Tree, inside: set[int]) -> set[int]:
+    """The pipelined nodes a tree computes."""
+    kind = tree[0]
+    if kind in ("leaf", "const"):
+        return set()
+    subs = {"map": tree[2], "fold": (tree[3],), "dot": (tree[2], tree[3]), "view": (tree[5],)}[kind]
+    own = {tree[-1]} if kind != "view" else set()
+    return own.union(*(_uids(s, inside) for s in subs))
+
+
+def _leaf(c: Expr, rowwise: bool, leaves: list) -> Tree:
+    for i, (leaf, rw) in enumerate(leaves):
+        if leaf is c and rw == rowwise:
+            return ("leaf", i, rowwise)
+    leaves.append((c, rowwise))
+    return ("leaf", len(leaves) - 1, rowwise)
+
+
+def _view_tree(view: Expr, axis: int, sub: Tree) -> Tree:
+    """A row-keeping view applied to a chunk of its base's rows (view axis ``axis``)."""
+    vm = view.vm
+    box = tuple((0, n) for n in view.shape)
+    src: list[Any] = [slice(None)]
+    for start, count, step, dropped in vm.selection(box)[1:]:
+        if dropped:
+            src.append(start)
+        else:
+            stop = start + step * count
+            src.append(slice(start, stop if stop >= 0 else None, step))
+    return ("view", tuple(src), vm.perm(), view.shape, axis, sub)
+
+
+def run_rows(tree: Tree, blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+    """Rows ``lo:hi`` (of the group whose first global row is ``first``) of ``tree``."""
+    kind = tree[0]
+    if kind == "leaf":
+        block = blocks[tree[1]]
+        return block[lo:hi] if tree[2] else block
+    if kind == "const":
+        return tree[1]
+    if kind == "map":
+        _, fn, subs, dtype, tail, _ = tree
+        xp = array_module(*blocks)
+        out = xp.asarray(fn(*(run_rows(s, blocks, lo, hi, first) for s in subs)))
+        shape = (hi - lo, *tail)
+        if out.shape != shape:
+            out = xp.broadcast_to(out, shape)
+        return out.astype(dtype, copy=False)
+    if kind == "fold":
+        _, direct, axes, sub, dtype, _ = tree
+        block = run_rows(sub, blocks, lo, hi, first)
+        box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
+        out = direct(block, axes, box)
+        return array_module(out).asarray(out).astype(dtype, copy=False)
+    if kind == "dot":
+        _, f_join, xsub, ysub, dtype, _ = tree
+        x = run_rows(xsub, blocks, lo, hi, first)
+        y = run_rows(ysub, blocks, lo, hi, first)
+        ext = (
+            Extent(((first + lo, first + hi), *((0, n) for n in x.shape[1:]))),
+            Extent(tuple((0, n) for n in y.shape)),
+        )
+        ((_, update),) = f_join(ext, x, y)
+        return update.astype(dtype, copy=False)
+    _, src, perm, shape, axis, sub = tree  # a view
+    part = run_rows(sub, blocks, lo, hi, first)[src]
+    if perm is not None:
+        part = part.transpose(perm)
+    return part.reshape(shape[:axis] + (hi - lo,) + shape[axis + 1 :])
+
+
+class ChunkedJoin:
+    """Runs ``f_join`` on one group in row chunks, computing pipelined inputs per chunk.
+
+    ``layout`` has, per join input, ``None`` (one assembled block, cut along
+    ``axes[i]`` or passed whole) or a pipeline's tree with, per leaf, whether the leaf
+    is read by rows."""
+
+    def __init__(
+        self,
+        layout: Sequence[tuple[Tree, tuple[bool, ...]] | None],
+        axes: Sequence[int],
+        chunk_bytes: int,
+    ) -> None:
+        self.layout, self.axes, self.chunk_bytes = list(layout), tuple(axes), chunk_bytes
+
+    @classmethod
+    def of(
+        cls, inputs: Sequence[RowInput], nin: int, axes: Sequence[int], chunk_bytes: int
+    ) -> ChunkedJoin:
+        by_index = {ri.index: ri for ri in inputs}
+        layout = [
+            None if i not in by_index else (by_index[i].tree, by_index[i].rowwise)
+            for i in range(nin)
+        ]
+        return cls(layout, axes, chunk_bytes)
+
+    @property
+    def nblocks(self) -> int:
+        """Blocks one group's task receives."""
+        return sum(1 if spec is None else len(spec[1]) for spec in self.layout)
+
+    def _split(self, blocks: Sequence[Any]) -> tuple[list[Sequence[Any]], int]:
+        """Blocks per input, and the rows per chunk."""
+        parts, i, cut = [], 0, []
+        for spec, a in zip(self.layout, self.axes):
+            if spec is None:
+                parts.append(blocks[i : i + 1])
+                cut.append((blocks[i], a))
+                i += 1
+                continue
+            leaves = blocks[i : i + len(spec[1])]
+            parts.append(leaves)
+            cut += [(b, 0 if rowwise else -1) for b, rowwise in zip(leaves, spec[1])]
+            i += len(spec[1])
+        return parts, chunk_rows(cut, self.chunk_bytes)
+
+    def __call__(
+        self, f_join: Callable[..., Any], extents: Sequence[Extent], blocks: Sequence[Any]
+    ) -> list[tuple[Any, Any]]:
+        parts, step = self._split(blocks)
+        n = next(ext.shape[a] for ext, a in zip(extents, self.axes) if a >= 0)
+        out: list[tuple[Any, Any]] = []
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            chunk, exts = [], []
+            for spec, ext, a, bs in zip(self.layout, extents, self.axes, parts):
+                if a < 0:
+                    chunk.append(bs[0])
+                    exts.append(ext)
+                    continue
+                first = ext.box[a][0]
+                if spec is None:
+                    chunk.append(bs[0][(slice(None),) * a + (slice(lo, hi),)])
+                else:
+                    chunk.append(run_rows(spec[0], bs, lo, hi, first))
+                box = list(ext.box)
+                box[a] = (first + lo, first + hi)
+                exts.append(Extent(tuple(box)))
+            out.extend(f_join(tuple(exts), *chunk) or ())
+        return out
+
+
+class FoldRows:
+    """One input tile's partial of a fold over the rows, computed in row chunks: the
+    pipeline's rows of each chunk, reduced by ``local``, combined with ``combine``."""
+
+    def __init__(  # noqa: ANN001
+        self, ri: RowInput, local: Callable, combine: Callable, axes, box: Box, chunk_bytes: int
+    ) -> None:
+        self.tree, self.rowwise = ri.tree, ri.rowwise
+        self.local, self.combine, self.axes, self.box = local, combine, axes, box
+        self.chunk_bytes = chunk_bytes
+
+    def __call__(self, *blocks: Any) -> Any:
+        (first, last), rest = self.box[0], self.box[1:]
+        pairs = [(b, 0 if rw else -1) for b, rw in zip(blocks, self.rowwise)]
+        step = chunk_rows(pairs, self.chunk_bytes)
+        partial = None
+        for lo in range(0, last - first, step):
+            hi = min(last - first, lo + step)
+            block = run_rows(self.tree, blocks, lo, hi, first)
+            part = self.local(block, self.axes, ((first + lo, first + hi), *rest))
+            partial = part if partial is None else self.combine(partial, part)
+        return array_module(partial).asarray(partial)
+
+
+def chunk_rows(blocks: Sequence[tuple[Any, int]], chunk_bytes: int) -> int:
+    """Rows per chunk: ``chunk_bytes`` of the widest block cut along its axis (-1: whole)."""
+    row_bytes = 1
+    for b, axis in blocks:
+        if axis >= 0 and getattr(b, "ndim", 0) > axis and b.shape[axis]:
+            row_bytes = max(row_bytes, b.nbytes // b.shape[axis])
+    return max(1, chunk_bytes // row_bytes)

@@ -1,0 +1,123 @@
+"""Row pipelines (row-local operators computed inside the product or fold that sums
+over their rows) and the replication of small computed arrays.
+
+Each program runs on both backends and every input tiling, with chunks of a few rows
+so a group really is cut into many chunks; results are compared with NumPy's, and a
+pipelined intermediate must never have been materialized.
+"""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spartan as sp
+
+
+@pytest.fixture(autouse=True)
+def _tiny_chunks():
+    old = sp.config.pipeline_chunk_bytes
+    sp.config.pipeline_chunk_bytes = 64  # a chunk of one or two rows
+    yield
+    sp.config.pipeline_chunk_bytes = old
+
+
+def _gradient(np, X, y, w):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return p, X.T @ (p - y)
+
+
+def _kmeans_step(np, X, centers):
+    k = centers.shape[0]
+    dist = (centers * centers).sum(axis=1) - 2 * (X @ centers.T)
+    labels = dist.argmin(axis=1)
+    onehot = (labels[:, None] == np.arange(k)).astype(X.dtype)
+    return onehot, onehot.sum(axis=0), onehot.T @ X
+
+
+def test_gradient_is_one_pass(backend, tiling):
+    rng = numpy.random.default_rng(0)
+    X, y, w = rng.standard_normal((37, 5)), (rng.random(37) > 0.5) * 1.0, rng.standard_normal(5)
+    Xs = sp.asarray(X, tiling=tiling)
+    p, g = _gradient(sp, Xs, sp.asarray(y), sp.asarray(w))
+    _, want = _gradient(numpy, X, y, w)
+    numpy.testing.assert_allclose(g.to_numpy(), want, rtol=1e-12)
+    if tiling != "dup":  # the whole probability vector never existed as tiles
+        assert p._expr.data is None
+
+
+def test_kmeans_step_two_consumers(backend, tiling):
+    """The one-hot matrix feeds a fold (counts) and a product (sums): both compute it."""
+    rng = numpy.random.default_rng(1)
+    X = rng.random((41, 3))
+    centers = X[:4].copy()
+    onehot, counts, sums = _kmeans_step(sp, sp.asarray(X, tiling=tiling), sp.asarray(centers))
+    _, want_counts, want_sums = _kmeans_step(numpy, X, centers)
+    sp.evaluate(counts, sums)
+    numpy.testing.assert_array_equal(counts.to_numpy(), want_counts)
+    numpy.testing.assert_allclose(sums.to_numpy(), want_sums, rtol=1e-12)
+    if tiling != "dup":
+        assert onehot._expr.data is None
+
+
+def test_intermediate_wanted_too_is_kept(backend):
+    """An intermediate the caller also asks for is materialized, and equal."""
+    rng = numpy.random.default_rng(2)
+    X, y, w = rng.standard_normal((30, 4)), rng.random(30), rng.standard_normal(4)
+    p, g = _gradient(sp, sp.asarray(X), sp.asarray(y), sp.asarray(w))
+    sp.evaluate(p, g)
+    want_p, want_g = _gradient(numpy, X, y, w)
+    assert p._expr.data is not None
+    numpy.testing.assert_allclose(p.to_numpy(), want_p, rtol=1e-12)
+    numpy.testing.assert_allclose(g.to_numpy(), want_g, rtol=1e-12)
+
+
+def test_pipelines_off_gives_the_same(local):
+    rng = numpy.random.default_rng(3)
+    X, y, w = rng.standard_normal((25, 3)), rng.random(25), rng.standard_normal(3)
+    sp.config.pipeline_rows = False
+    try:
+        p, g = _gradient(sp, sp.asarray(X), sp.asarray(y), sp.asarray(w))
+        off = g.to_numpy()
+    finally:
+        sp.config.pipeline_rows = True
+    _, on = _gradient(sp, sp.asarray(X), sp.asarray(y), sp.asarray(w))
+    numpy.testing.assert_allclose(on.to_numpy(), off, rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    n=st.integers(2, 40),
+    d=st.integers(1, 6),
+    tiling=st.sampled_from(["row", "column", "block", "dup"]),
+    chunk=st.integers(1, 400),
+    seed=st.integers(0, 2**16),
+)
+def test_gradient_matches_numpy(local, n, d, tiling, chunk, seed):
+    sp.config.pipeline_chunk_bytes = chunk
+    rng = numpy.random.default_rng(seed)
+    X, y, w = rng.standard_normal((n, d)), rng.random(n), rng.standard_normal(d)
+    p, g = _gradient(sp, sp.asarray(X, tiling=tiling), sp.asarray(y), sp.asarray(w))
+    mean = (p * y).sum(axis=0) / n  # p feeds two pipelines: each computes it
+    _, want = _gradient(numpy, X, y, w)
+    numpy.testing.assert_allclose(g.to_numpy(), want, rtol=1e-10, atol=1e-12)
+    want_p = 1.0 / (1.0 + numpy.exp(-(X @ w)))
+    numpy.testing.assert_allclose(float(mean), (want_p * y).sum() / n, rtol=1e-10)
+
+
+def test_small_computed_arrays_are_replicated(backend):
+    """Below ``replicate_below_bytes`` a computed array has a copy on every worker;
+    larger ones are cut."""
+    sp.config.replicate_below_bytes = 1024
+    rng = numpy.random.default_rng(4)
+    X = rng.standard_normal((200, 4))
+    Xs = sp.asarray(X)
+    g = Xs.T @ Xs[:, 0]  # 4 float64: replicated
+    big = Xs * 2  # 6400 bytes: cut
+    sp.evaluate(g, big)
+    assert g.tiling.replicated
+    assert not big.tiling.replicated
+    numpy.testing.assert_allclose(g.to_numpy(), X.T @ X[:, 0], rtol=1e-12)
+    numpy.testing.assert_allclose(big.to_numpy(), X * 2)
