@@ -62,6 +62,26 @@ def test_kmeans_step_two_consumers(backend, tiling):
         assert onehot._expr.data is None
 
 
+def test_labels_from_distances_never_materialized(backend, tiling):
+    """``argmin`` of a distance matrix, wanted as a result, computes its rows of the
+    distances chunk by chunk; the distances never exist as tiles."""
+    rng = numpy.random.default_rng(5)
+    X = rng.random((45, 3))
+    centers = X[:6].copy()
+
+    def labels(np, X, c):
+        dist = (c * c).sum(axis=1) - 2 * (X @ c.T)
+        return dist, dist.argmin(axis=1), dist.min(axis=1).sum()
+
+    dist, lab, best = labels(sp, sp.asarray(X, tiling=tiling), sp.asarray(centers))
+    _, want, want_best = labels(numpy, X, centers)
+    sp.evaluate(lab, best)
+    numpy.testing.assert_array_equal(lab.to_numpy(), want)
+    numpy.testing.assert_allclose(float(best), want_best, rtol=1e-12)
+    if tiling != "dup":
+        assert dist._expr.data is None
+
+
 def test_intermediate_wanted_too_is_kept(backend):
     """An intermediate the caller also asks for is materialized, and equal."""
     rng = numpy.random.default_rng(2)

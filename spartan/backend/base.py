@@ -106,6 +106,13 @@ class Backend(Protocol):
     def delete(self, keys: Sequence[Key]) -> None:
         """Drop blocks wherever they are held (asynchronously)."""
 
+    def flush(self) -> None:
+        """Send what :meth:`submit` and :meth:`put` queued (one operator's tasks).
+
+        A backend may hold submitted tasks until then, so that pieces other workers
+        read from blocks that already exist are requested before the owner's queued
+        tasks instead of waiting behind them. Every waiting call flushes first."""
+
     def wait(self) -> None:
         """Barrier: every submitted task has finished; re-raises a task's error."""
 

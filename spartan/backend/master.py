@@ -83,6 +83,9 @@ class Master(ABC):
         )
         return handle
 
+    def flush(self) -> None:  # noqa: B027 -- a no-op unless the transport batches
+        """Nothing is held back unless a transport says so."""
+
     def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:
         return self.fetch_many([(key, worker, index)])[0]
 

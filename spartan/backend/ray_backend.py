@@ -4,7 +4,10 @@ A task's remote pieces are ``owner.get_piece.remote(...)`` refs passed straight 
 ``receiver.run_task.remote(...)``, so tile data moves worker-to-worker through Ray's
 object store and the driver never blocks while building the task graph. Calls from
 the driver to one actor run in submission order, so a piece requested after the task
-that writes its block sees that block.
+that writes its block sees that block. The tasks of one operator are held until
+:meth:`RayBackend.flush`: pieces of blocks that already exist are requested first, so
+they never queue behind the owner's own share of that operator (one long task per
+worker would otherwise run on the workers one after another).
 
 Workers are spread over every node that offers CPUs (or GPUs), numbered node by node,
 so contiguous runs of tiles share a node. Every put and task is logged
@@ -123,6 +126,10 @@ class RayBackend(Master):
             ) from None
         self.lineage = Lineage()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
+        #: puts and tasks logged but not sent yet (see :meth:`flush`)
+        self._queued: list[Record] = []
+        #: the ref of each sent task by sequence number, for :meth:`results`
+        self._refs: dict[int, ray.ObjectRef] = {}
         self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
@@ -163,7 +170,7 @@ class RayBackend(Master):
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
         rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})
-        self._send(rec)
+        self._queued.append(rec)
 
     def _dispatch(
         self,
@@ -184,26 +191,48 @@ class RayBackend(Master):
                 "tag": self.tag,
             }
         )
-        return self._send(rec)
+        self._queued.append(rec)
+        return rec
 
-    def _send(self, rec: Record) -> ray.ObjectRef:
+    def flush(self) -> None:
+        queued, self._queued = self._queued, []
+        made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
+        early: dict[tuple[int, int], ray.ObjectRef] = {}
+        for rec in queued:  # 1. pieces of blocks made before: requested ahead of the tasks
+            if rec.fn is None:
+                continue
+            for i, p in enumerate(self._remote_pieces(rec.worker, rec.inputs)):
+                if (p.key, p.worker) not in made_here:
+                    early[(rec.seq, i)] = self._get_piece(p)
+        for rec in queued:  # 2. the tasks in order; other pieces after their producers
+            self._send(rec, early)
+
+    def _get_piece(self, p: Piece) -> ray.ObjectRef:
+        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm)
+
+    def _send(self, rec: Record, early: dict | None = None) -> ray.ObjectRef:
         actor = self.actors[rec.worker]
         if rec.fn is None:  # a put
             ref = actor.put.remote(rec.outputs[0], rec.value)
         else:
             remote = self._remote_pieces(rec.worker, rec.inputs)
-            refs = [self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm) for p in remote]
+            refs = [
+                (early or {}).get((rec.seq, i)) or self._get_piece(p) for i, p in enumerate(remote)
+            ]
             nodes = [self.nodes[p.worker] for p in remote]
             # one pickled spec instead of five arguments: Ray serializes each apart
             spec = pickle.dumps(
                 (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag), protocol=5
             )
             ref = actor.run_task.remote(rec.fn, spec, *refs)
+            if rec.want_result:
+                self._refs[rec.seq] = ref
         self._inflight.append((ref, rec))
         return ref
 
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self) -> None:
+        self.flush()
         for _ in range(3):
             pending, self._inflight = self._inflight, []
             try:
@@ -217,9 +246,10 @@ class RayBackend(Master):
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
         self.wait()  # rebuilds anything lost first
-        return self._get(list(handles))
+        return self._get([self._refs.pop(h.seq) for h in handles])
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        self.flush()
         for _ in range(3):
             try:
                 refs = [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
@@ -285,6 +315,7 @@ class RayBackend(Master):
     # ---- the rest of the API ---------------------------------------------------------------
     def _delete(self, worker: int, keys: list[Key]) -> None:
         if ray.is_initialized() and self.actors:  # an actor call would start Ray again
+            self.flush()  # the readers of these blocks go first
             self.actors[worker].delete.remote(keys)
 
     def worker_memory(self) -> list[int]:
@@ -300,6 +331,7 @@ class RayBackend(Master):
     def shutdown(self) -> None:
         for a in self.actors:
             ray.kill(a)
+        self._queued = []
         self.actors = []
         self.nworkers = 0
 

@@ -99,6 +99,7 @@ def evaluate(*exprs: Expr) -> None:
         for node in lowered:
             backend.tag = node.uid
             node.lower(ctx)
+            backend.flush()  # one operator's tasks go out together
             node.planned = planned
     finally:
         backend.tag = None

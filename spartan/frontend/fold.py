@@ -124,6 +124,9 @@ class Fold(Expr):
         kernel, leaves = None, [child]
         cuts = (1,) * len(in_shape) if t_in.replicated else t_in.cuts
         piped = ctx.pipelines.get(self.uid)
+        if piped and 0 not in self.axes:
+            self._lower_tile_rows(ctx, piped[0])
+            return
         if piped:  # the child is computed here in row chunks (spartan.frontend.pipeline)
             (ri,) = piped
             cuts = Tiling.row(in_shape, max(cuts[0], ri.row_cuts(ctx))).cuts
@@ -185,6 +188,32 @@ class Fold(Expr):
             task = _CombineTask(self.combine, self.final, self.dtype, box_shape(obox), layout)
             ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
         ctx.backend.delete([key for ks in partials.values() for _, key in ks])
+        self.data = tiles
+
+    def _lower_tile_rows(self, ctx: Lowering, ri: Any) -> None:
+        """Each row tile of the output from its rows of the pipelined child."""
+        from spartan.config import config
+        from spartan.frontend.pipeline import FoldTile, row_groups
+
+        tiles = ctx.new_tiles(self)
+        n = self.children[0].shape[0]
+        bounds = ri.row_bounds(ctx, n)
+        direct = self.direct or _Finalized(self.local, self.final)
+        for idx, box, w in tiles.placements():
+            groups, inputs = [], []
+            for lo, hi in row_groups(*box[0], bounds):
+                groups.append((lo - box[0][0], lo, hi))
+                inputs += [ctx.region(x, ri.leaf_box(x, rw, (lo, hi)), w) for x, rw in ri.leaves]
+            task = FoldTile(
+                ri,
+                direct,
+                self.axes,
+                box_shape(box),
+                self.dtype,
+                groups,
+                config.pipeline_chunk_bytes,
+            )
+            ctx.backend.submit(w, task, inputs, [tiles.key(idx)])
         self.data = tiles
 
     def _lower_local(self, ctx, in_tiling, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001

@@ -207,8 +207,16 @@ class JoinUpdate(Expr):
         pipelined inputs, the finest row cut of what they read)."""
         if self.groups:
             return self.groups
-        piped = [ri.row_cuts(ctx) for ri in ctx.pipelines.get(self.uid, ())]
-        return max([self._input_groups(ctx), *piped])
+        piped = ctx.pipelines.get(self.uid)
+        if not piped:
+            return self._input_groups(ctx)
+        # follow the finest cut of everything read by groups: each read is then one tile
+        cuts = [ri.row_cuts(ctx) for ri in piped]
+        for i, (x, a) in enumerate(zip(self.children, self.axes)):
+            t = ctx.tiling(x)
+            if a >= 0 and all(ri.index != i for ri in piped) and not t.replicated:
+                cuts.append(t.cuts[a])
+        return max(cuts)
 
     def _input_groups(self, ctx: Lowering) -> int:
         for x, a in zip(self.children, self.axes):

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr
 from spartan.frontend.fold import Fold, _Finalized
@@ -51,6 +53,15 @@ class RowInput:
     @property
     def rowwise(self) -> tuple[bool, ...]:
         return tuple(rw for _, rw in self.leaves)
+
+    def row_bounds(self, ctx: Any, n: int) -> set[int]:
+        """Where the row tiles of the leaves read by rows begin."""
+        out = set()
+        for leaf, rowwise in self.leaves:
+            t = ctx.tiling(leaf)
+            if rowwise and not t.replicated:
+                out.update(i * n // t.cuts[0] for i in range(t.cuts[0]))
+        return out
 
     def row_cuts(self, ctx: Any) -> int:
         """The finest row cut among the leaves read by rows: row groups that follow it
@@ -85,27 +96,32 @@ def row_pipelines(
         for i, c in enumerate(node.children):
             reads.setdefault((c.base if c.is_view else c).uid, []).append((node, c, i))
     root_ids = {(r.base if r.is_view else r).uid for r in roots}
-    sinks = {node.uid for node in order if _sink(node, tilings)}
+    sums = {node.uid for node in order if _sink(node, tilings)}
+    # folds over other axes that are materialized compute their rows by chunks too
+    tiles = {node.uid for node in order if _tile_sink(node, tilings)}
     inside = {node.uid for node in order if node.uid not in root_ids and _row_local(node)}
     changed = True
     while changed:  # drop nodes some reader cannot compute by rows, until none is left
         changed = False
         for uid in list(inside):
             if not all(
-                _reads_rows(reader, c, i, reader.uid in sinks)
-                and (reader.uid in inside or reader.uid in sinks)
+                _reads_rows(reader, c, i, True)
+                if reader.uid in sums
+                else _reads_rows(reader, c, i, False)
+                and (reader.uid in inside or reader.uid in tiles)
                 for reader, c, i in reads.get(uid, ())
             ):
                 inside.discard(uid)
                 changed = True
     pipes: dict[int, list[RowInput]] = {}
     for node in order:
-        if node.uid not in sinks:
+        sink = node.uid in sums
+        if not sink and (node.uid not in tiles or node.uid in inside):
             continue
         ins = []
         for i, (x, a) in enumerate(zip(node.children, _row_axes(node))):
             base = x.base if x.is_view else x
-            if a >= 0 and base.uid in inside and _reads_rows(node, x, i, True):
+            if a >= 0 and base.uid in inside and _reads_rows(node, x, i, sink):
                 leaves: list[tuple[Expr, bool]] = []
                 tree = _tree(base, inside, leaves)
                 if x.is_view:
@@ -143,6 +159,19 @@ def _sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
         and node.f_accum is not None
         and not node.has_base
         and node.ninputs == 2
+    )
+
+
+def _tile_sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
+    """A fold over other axes than the rows, tiled by rows: when it is not itself
+    computed inside a consumer, its tiles are made by a pipeline over its input."""
+    t = tilings.get(node.uid)
+    return (
+        isinstance(node, Fold)
+        and _row_local(node)
+        and t is not None
+        and not t.replicated
+        and all(c == 1 for c in t.cuts[1:])
     )
 
 
@@ -397,3 +426,40 @@ def chunk_rows(blocks: Sequence[tuple[Any, int]], chunk_bytes: int) -> int:
         if axis >= 0 and getattr(b, "ndim", 0) > axis and b.shape[axis]:
             row_bytes = max(row_bytes, b.nbytes // b.shape[axis])
     return max(1, chunk_bytes // row_bytes)
+
+
+class FoldTile:
+    """One output tile of a fold over other axes than the rows: its rows computed in
+    chunks through the pipeline and reduced by ``direct``. ``groups`` cut the tile's
+    rows where the leaves' tiles end, so each group reads every leaf in place."""
+
+    def __init__(  # noqa: ANN001
+        self, ri: RowInput, direct, axes, shape, dtype, groups, chunk_bytes: int
+    ) -> None:
+        self.tree, self.rowwise = ri.tree, ri.rowwise
+        self.direct, self.axes, self.shape, self.dtype = direct, axes, shape, dtype
+        self.groups, self.chunk_bytes = groups, chunk_bytes
+
+    def __call__(self, *blocks: Any) -> Any:
+        nleaves = len(self.rowwise)
+        out = None
+        for gi, (start, first, last) in enumerate(self.groups):
+            bs = blocks[gi * nleaves : (gi + 1) * nleaves]
+            pairs = [(b, 0 if rw else -1) for b, rw in zip(bs, self.rowwise)]
+            step = chunk_rows(pairs, self.chunk_bytes)
+            for lo in range(0, last - first, step):
+                hi = min(last - first, lo + step)
+                block = run_rows(self.tree, bs, lo, hi, first)
+                box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
+                part = self.direct(block, self.axes, box)
+                xp = array_module(part)
+                if out is None:
+                    out = xp.empty(self.shape, dtype=self.dtype)
+                out[start + lo : start + hi] = part
+        return np.empty(self.shape, dtype=self.dtype) if out is None else out
+
+
+def row_groups(lo: int, hi: int, bounds: Sequence[int]) -> list[tuple[int, int]]:
+    """``[lo, hi)`` cut at every bound inside it."""
+    cuts = sorted({lo, hi, *(b for b in bounds if lo < b < hi)})
+    return list(zip(cuts[:-1], cuts[1:]))
