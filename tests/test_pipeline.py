@@ -34,7 +34,7 @@ def _kmeans_step(np, X, centers):
     dist = (centers * centers).sum(axis=1) - 2 * (X @ centers.T)
     labels = dist.argmin(axis=1)
     onehot = (labels[:, None] == np.arange(k)).astype(X.dtype)
-    return onehot, onehot.sum(axis=0), onehot.T @ X
+    return labels, onehot, onehot.sum(axis=0), onehot.T @ X
 
 
 def test_gradient_is_one_pass(backend, tiling):
@@ -49,17 +49,20 @@ def test_gradient_is_one_pass(backend, tiling):
 
 
 def test_kmeans_step_two_consumers(backend, tiling):
-    """The one-hot matrix feeds a fold (counts) and a product (sums): both compute it."""
+    """The one-hot matrix feeds a fold (counts) and a product (sums): both compute it,
+    from labels made once by a pipeline over the distances (never materialized)."""
     rng = numpy.random.default_rng(1)
     X = rng.random((41, 3))
     centers = X[:4].copy()
-    onehot, counts, sums = _kmeans_step(sp, sp.asarray(X, tiling=tiling), sp.asarray(centers))
-    _, want_counts, want_sums = _kmeans_step(numpy, X, centers)
+    step = _kmeans_step(sp, sp.asarray(X, tiling=tiling), sp.asarray(centers))
+    labels, onehot, counts, sums = step
+    *_, want_counts, want_sums = _kmeans_step(numpy, X, centers)
     sp.evaluate(counts, sums)
     numpy.testing.assert_array_equal(counts.to_numpy(), want_counts)
     numpy.testing.assert_allclose(sums.to_numpy(), want_sums, rtol=1e-12)
     if tiling != "dup":
         assert onehot._expr.data is None
+        assert labels._expr.data is not None
 
 
 def test_labels_from_distances_never_materialized(backend, tiling):

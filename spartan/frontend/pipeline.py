@@ -100,19 +100,29 @@ def row_pipelines(
     # folds over other axes that are materialized compute their rows by chunks too
     tiles = {node.uid for node in order if _tile_sink(node, tilings)}
     inside = {node.uid for node in order if node.uid not in root_ids and _row_local(node)}
-    changed = True
-    while changed:  # drop nodes some reader cannot compute by rows, until none is left
-        changed = False
-        for uid in list(inside):
-            if not all(
-                _reads_rows(reader, c, i, True)
-                if reader.uid in sums
-                else _reads_rows(reader, c, i, False)
-                and (reader.uid in inside or reader.uid in tiles)
-                for reader, c, i in reads.get(uid, ())
-            ):
-                inside.discard(uid)
-                changed = True
+    by_uid = {node.uid: node for node in order}
+    while True:
+        changed = True
+        while changed:  # drop nodes some reader cannot compute by rows, until none is left
+            changed = False
+            for uid in list(inside):
+                if not all(
+                    _reads_rows(reader, c, i, True)
+                    if reader.uid in sums
+                    else _reads_rows(reader, c, i, False)
+                    and (reader.uid in inside or reader.uid in tiles)
+                    for reader, c, i in reads.get(uid, ())
+                ):
+                    inside.discard(uid)
+                    changed = True
+        # a node several pipelines compute is recomputed by each: cheap element-wise work,
+        # but the folds below it (k-means' labels) are narrow and costly to recompute
+        # (they read a whole distance matrix), so those become tiles of their own
+        shared = [uid for uid in inside if len({r.uid for r, _, _ in reads.get(uid, ())}) > 1]
+        narrow = {f for uid in shared for f in _folds_below(by_uid[uid], inside) if f in tiles}
+        if not narrow:
+            break
+        inside -= narrow
     pipes: dict[int, list[RowInput]] = {}
     for node in order:
         sink = node.uid in sums
@@ -131,6 +141,21 @@ def row_pipelines(
             pipes[node.uid] = ins
     used = {uid for ris in pipes.values() for ri in ris for uid in _uids(ri.tree, inside)}
     return pipes, used
+
+
+def _folds_below(node: Expr, inside: set[int]) -> set[int]:
+    """The folds among the pipelined nodes ``node`` is computed from."""
+    out: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for c in n.children:
+            base = c.base if c.is_view else c
+            if base.uid in inside:
+                if isinstance(base, Fold):
+                    out.add(base.uid)
+                stack.append(base)
+    return out
 
 
 def _row_axes(node: Expr) -> tuple[int, ...]:
