@@ -26,8 +26,8 @@ class Config:
     #: compute row-local operators inside the ``X.T @ ...`` product that consumes them,
     #: in cache-sized row chunks (:mod:`spartan.frontend.pipeline`)
     pipeline_rows: bool = True
-    #: bytes of the widest row-aligned array per pipeline chunk (a few fit in cache)
-    pipeline_chunk_bytes: int = 1 << 20
+    #: bytes one pipeline chunk touches (its inputs and every intermediate): cache-sized
+    pipeline_chunk_bytes: int = 2 << 20
     #: bytes the optimizer may spend on duplicated (replicated) arrays
     dup_budget_bytes: int = 0
     #: let the optimizer re-tile evaluated arrays where that moves fewer bytes in total

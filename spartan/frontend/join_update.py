@@ -241,7 +241,7 @@ class JoinUpdate(Expr):
             from spartan.config import config
             from spartan.frontend.pipeline import ChunkedJoin
 
-            chunked = ChunkedJoin.of(piped, self.ninputs, self.axes, config.pipeline_chunk_bytes)
+            chunked = ChunkedJoin.of(piped, self, config.pipeline_chunk_bytes)
         by_index = {ri.index: ri for ri in piped}
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         per_worker: dict[int, list] = {}

@@ -42,6 +42,8 @@ class RowInput:
     tree: Tree
     #: (leaf, read by rows?) in the order of their blocks
     leaves: list[tuple[Expr, bool]]
+    #: bytes one row occupies in the leaves read by rows and in every computed node
+    row_bytes: int = 0
 
     def leaf_box(self, leaf: Expr, rowwise: bool, rows: tuple[int, int]) -> Box:
         """The region of ``leaf`` the group with ``rows`` of the pipeline reads."""
@@ -136,11 +138,23 @@ def row_pipelines(
                 tree = _tree(base, inside, leaves)
                 if x.is_view:
                     tree = _view_tree(x, a, tree)
-                ins.append(RowInput(i, a, tree, leaves))
+                computed = [by_uid[u] for u in _uids(tree, inside)]
+                row = sum(_row_bytes(e) for e in computed + [leaf for leaf, rw in leaves if rw])
+                ins.append(RowInput(i, a, tree, leaves, row))
         if ins:
             pipes[node.uid] = ins
     used = {uid for ris in pipes.values() for ri in ris for uid in _uids(ri.tree, inside)}
     return pipes, used
+
+
+def _row_bytes(e: Expr) -> int:
+    return e.nbytes // e.shape[0] if e.shape and e.shape[0] else 0
+
+
+def chunk_rows(row_bytes: int, chunk_bytes: int) -> int:
+    """Rows per chunk: what one chunk touches (inputs and every intermediate) fits
+    ``chunk_bytes``, a core's share of cache."""
+    return max(1, chunk_bytes // max(1, row_bytes))
 
 
 def _folds_below(node: Expr, inside: set[int]) -> set[int]:
@@ -359,45 +373,42 @@ class ChunkedJoin:
         self,
         layout: Sequence[tuple[Tree, tuple[bool, ...]] | None],
         axes: Sequence[int],
-        chunk_bytes: int,
+        rows: int,
     ) -> None:
-        self.layout, self.axes, self.chunk_bytes = list(layout), tuple(axes), chunk_bytes
+        self.layout, self.axes, self.rows = list(layout), tuple(axes), rows
 
     @classmethod
-    def of(
-        cls, inputs: Sequence[RowInput], nin: int, axes: Sequence[int], chunk_bytes: int
-    ) -> ChunkedJoin:
+    def of(cls, inputs: Sequence[RowInput], join: Any, chunk_bytes: int) -> ChunkedJoin:
+        """The runner of ``join``'s groups; a chunk fits ``chunk_bytes``."""
         by_index = {ri.index: ri for ri in inputs}
-        layout = [
-            None if i not in by_index else (by_index[i].tree, by_index[i].rowwise)
-            for i in range(nin)
-        ]
-        return cls(layout, axes, chunk_bytes)
+        layout, row_bytes = [], 0
+        for i, (x, a) in enumerate(zip(join.children, join.axes)):
+            if i in by_index:
+                layout.append((by_index[i].tree, by_index[i].rowwise))
+                row_bytes += by_index[i].row_bytes
+            else:
+                layout.append(None)
+                row_bytes += x.nbytes // x.shape[a] if a >= 0 and x.shape[a] else 0
+        return cls(layout, join.axes, chunk_rows(row_bytes, chunk_bytes))
 
     @property
     def nblocks(self) -> int:
         """Blocks one group's task receives."""
         return sum(1 if spec is None else len(spec[1]) for spec in self.layout)
 
-    def _split(self, blocks: Sequence[Any]) -> tuple[list[Sequence[Any]], int]:
-        """Blocks per input, and the rows per chunk."""
-        parts, i, cut = [], 0, []
-        for spec, a in zip(self.layout, self.axes):
-            if spec is None:
-                parts.append(blocks[i : i + 1])
-                cut.append((blocks[i], a))
-                i += 1
-                continue
-            leaves = blocks[i : i + len(spec[1])]
-            parts.append(leaves)
-            cut += [(b, 0 if rowwise else -1) for b, rowwise in zip(leaves, spec[1])]
-            i += len(spec[1])
-        return parts, chunk_rows(cut, self.chunk_bytes)
+    def _split(self, blocks: Sequence[Any]) -> list[Sequence[Any]]:
+        """The group's blocks per input."""
+        parts, i = [], 0
+        for spec in self.layout:
+            count = 1 if spec is None else len(spec[1])
+            parts.append(blocks[i : i + count])
+            i += count
+        return parts
 
     def __call__(
         self, f_join: Callable[..., Any], extents: Sequence[Extent], blocks: Sequence[Any]
     ) -> list[tuple[Any, Any]]:
-        parts, step = self._split(blocks)
+        parts, step = self._split(blocks), self.rows
         n = next(ext.shape[a] for ext, a in zip(extents, self.axes) if a >= 0)
         out: list[tuple[Any, Any]] = []
         for lo in range(0, n, step):
@@ -427,14 +438,13 @@ class FoldRows:
     def __init__(  # noqa: ANN001
         self, ri: RowInput, local: Callable, combine: Callable, axes, box: Box, chunk_bytes: int
     ) -> None:
-        self.tree, self.rowwise = ri.tree, ri.rowwise
+        self.tree = ri.tree
         self.local, self.combine, self.axes, self.box = local, combine, axes, box
-        self.chunk_bytes = chunk_bytes
+        self.rows = chunk_rows(ri.row_bytes, chunk_bytes)
 
     def __call__(self, *blocks: Any) -> Any:
         (first, last), rest = self.box[0], self.box[1:]
-        pairs = [(b, 0 if rw else -1) for b, rw in zip(blocks, self.rowwise)]
-        step = chunk_rows(pairs, self.chunk_bytes)
+        step = self.rows
         partial = None
         for lo in range(0, last - first, step):
             hi = min(last - first, lo + step)
@@ -442,15 +452,6 @@ class FoldRows:
             part = self.local(block, self.axes, ((first + lo, first + hi), *rest))
             partial = part if partial is None else self.combine(partial, part)
         return array_module(partial).asarray(partial)
-
-
-def chunk_rows(blocks: Sequence[tuple[Any, int]], chunk_bytes: int) -> int:
-    """Rows per chunk: ``chunk_bytes`` of the widest block cut along its axis (-1: whole)."""
-    row_bytes = 1
-    for b, axis in blocks:
-        if axis >= 0 and getattr(b, "ndim", 0) > axis and b.shape[axis]:
-            row_bytes = max(row_bytes, b.nbytes // b.shape[axis])
-    return max(1, chunk_bytes // row_bytes)
 
 
 class FoldTile:
@@ -461,17 +462,16 @@ class FoldTile:
     def __init__(  # noqa: ANN001
         self, ri: RowInput, direct, axes, shape, dtype, groups, chunk_bytes: int
     ) -> None:
-        self.tree, self.rowwise = ri.tree, ri.rowwise
+        self.tree, self.nleaves = ri.tree, len(ri.leaves)
         self.direct, self.axes, self.shape, self.dtype = direct, axes, shape, dtype
-        self.groups, self.chunk_bytes = groups, chunk_bytes
+        self.groups = groups
+        self.rows = chunk_rows(ri.row_bytes + int(np.dtype(dtype).itemsize), chunk_bytes)
 
     def __call__(self, *blocks: Any) -> Any:
-        nleaves = len(self.rowwise)
+        n, step = self.nleaves, self.rows
         out = None
         for gi, (start, first, last) in enumerate(self.groups):
-            bs = blocks[gi * nleaves : (gi + 1) * nleaves]
-            pairs = [(b, 0 if rw else -1) for b, rw in zip(bs, self.rowwise)]
-            step = chunk_rows(pairs, self.chunk_bytes)
+            bs = blocks[gi * n : (gi + 1) * n]
             for lo in range(0, last - first, step):
                 hi = min(last - first, lo + step)
                 block = run_rows(self.tree, bs, lo, hi, first)
