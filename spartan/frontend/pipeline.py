@@ -1,15 +1,22 @@
-"""Row pipelines: row-local operators computed inside the join that sums over their rows.
+"""Row pipelines: row-local operators computed inside the operator that consumes them.
 
 ``X.T @ f(X @ w)`` reads X twice per evaluation when every operator makes tiles of its
-own: once for ``X @ w``, once for the product. When the operators between the two
-products are row-local (output row ``i`` depends only on row ``i`` of their row-aligned
-inputs: element-wise maps, ``dot(a)`` products with a whole right operand, folds over
-other axes, views that keep the rows) and each has one consumer, the join that sums
-over rows (``dot(b)``) computes them itself, group by group, in row chunks that stay
-in cache. X then streams from memory once, and the intermediate arrays never exist.
+own: once for ``X @ w``, once for the product. The operators between the two products
+are row-local: output row ``i`` depends only on row ``i`` of the inputs read by rows
+(element-wise maps, ``dot(a)`` products with a whole right operand, folds over other
+axes, views that keep the rows). Such nodes are computed inside their consumers, in
+row chunks that stay in cache, instead of becoming tiles:
 
-Nothing moves that the unfused plan would not move: the leaves of a pipeline are read
-by the same row groups its consumer reads its own inputs by.
+* a ``dot(b)`` product (``A.T @ B``) or a fold over axis 0 sums partial results of its
+  row groups, so it runs its groups chunk by chunk;
+* a fold over other axes that must exist as tiles (a result, or read elsewhere) makes
+  each of its row tiles chunk by chunk.
+
+X then streams from memory once per step, and the intermediates never exist. A node
+read by several pipelines is computed in each (k-means' one-hot matrix feeds its
+column sums and ``onehot.T @ X``), except the folds below it, which are made once.
+Nothing moves that the unfused plan would not move: a pipeline reads its leaves by
+the row groups its consumer reads its own inputs by.
 
 >>> w = w - (X.T @ (1 / (1 + np.exp(-(X @ w))) - y)) / n     # doctest: +SKIP
 """
@@ -56,24 +63,19 @@ class RowInput:
     def rowwise(self) -> tuple[bool, ...]:
         return tuple(rw for _, rw in self.leaves)
 
+    def _row_cuts(self, ctx: Any) -> list[int]:
+        """Row tiles per leaf read by rows (replicated leaves are read in place)."""
+        tilings = [ctx.tiling(leaf) for leaf, rowwise in self.leaves if rowwise]
+        return [t.cuts[0] for t in tilings if not t.replicated]
+
     def row_bounds(self, ctx: Any, n: int) -> set[int]:
         """Where the row tiles of the leaves read by rows begin."""
-        out = set()
-        for leaf, rowwise in self.leaves:
-            t = ctx.tiling(leaf)
-            if rowwise and not t.replicated:
-                out.update(i * n // t.cuts[0] for i in range(t.cuts[0]))
-        return out
+        return {i * n // c for c in self._row_cuts(ctx) for i in range(c)}
 
     def row_cuts(self, ctx: Any) -> int:
         """The finest row cut among the leaves read by rows: row groups that follow it
         read every leaf tile in place (one piece, no copy)."""
-        cuts = [1]
-        for leaf, rowwise in self.leaves:
-            t = ctx.tiling(leaf)
-            if rowwise and not t.replicated:
-                cuts.append(t.cuts[0])
-        return max(cuts)
+        return max([1, *self._row_cuts(ctx)])
 
 
 def row_pipelines(
@@ -82,13 +84,11 @@ def row_pipelines(
     tilings: dict[int, Tiling],
     enabled: bool = True,
 ) -> tuple[dict[int, list[RowInput]], set[int]]:
-    """Per consuming node uid (a ``dot(b)`` join or a fold over the rows), its
-    pipelined inputs; and the uids of the nodes computed inside them.
+    """Per consuming node uid, its pipelined inputs; and the uids of the nodes
+    computed inside pipelines (they are not lowered on their own).
 
-    A node is computed inside its consumers when every operator that reads it reads
-    it by rows and is itself pipelined or a consumer; a node read by two consumers
-    (k-means' one-hot matrix: its column sums and ``onehot.T @ X``) is computed in
-    both, which costs arithmetic on cached rows instead of a pass over memory."""
+    A node is computed inside its consumers when it is not a result and every
+    operator that reads it reads it by rows and is itself pipelined or a consumer."""
     if not enabled:
         return {}, set()
     reads: dict[int, list[tuple[Expr, Expr, int]]] = {}  # base uid -> (reader, input, index)
