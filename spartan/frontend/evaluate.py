@@ -145,7 +145,10 @@ def gather(expr: Expr, box) -> np.ndarray:
     parts = backend.fetch_many([(p.key, p.worker, p.src) for p in ps])
     parts = [part.transpose(p.perm) if p.perm is not None else part for p, part in zip(ps, parts)]
     region = Region(box_shape(box), expr.dtype, tuple(ps))
-    return np.array(assemble(region, parts), copy=True)
+    out = assemble(region, parts)
+    # several pieces were copied into a new array; one piece may be a worker's block
+    # or a read-only view of Ray's object store
+    return out if len(ps) > 1 else np.array(out, copy=True)
 
 
 __all__ = ["evaluate", "to_numpy", "gather"]

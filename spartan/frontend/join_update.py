@@ -264,8 +264,10 @@ class JoinUpdate(Expr):
                 for leaf, rowwise in ri.leaves:
                     regions.append(ctx.region(leaf, ri.leaf_box(leaf, rowwise, rows), w))
             extents = tuple(Extent(b) for b in boxes)
-            # accumulated updates: one task per worker; otherwise one per group
-            batch = w if self.f_accum is not None else (w, g)
+            # one task per worker when updates accumulate or every read is local (a
+            # group's whole operand fetched from elsewhere stays in a task of its own)
+            local = all(p.worker == w for r in regions for p in r.pieces)
+            batch = w if self.f_accum is not None or local else (w, g)
             per_worker.setdefault(batch, []).append((w, regions, extents))
         for b, items in per_worker.items():
             w = items[0][0]
