@@ -74,7 +74,7 @@ def _small_tiles():
     """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
     old = spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes
     spartan.config.tiles_per_worker = 2
-    spartan.config.replicate_below_bytes = 0
+    spartan.config.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
     yield
     spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes = old
 

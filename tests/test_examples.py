@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import spartan
 from spartan.backend import session
 from spartan.backend.local import LocalBackend
+from spartan.config import Config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -81,11 +82,14 @@ def _solves_stacks(linalg) -> bool:
         session.use(previous)
 
 
+@pytest.mark.parametrize("replicate", [0, Config().replicate_below_bytes])
 @pytest.mark.parametrize("name", APPLICATIONS)
-def test_example_check_agrees_with_numpy(name, own_backend, capsys):
+def test_example_check_agrees_with_numpy(name, replicate, own_backend, capsys):
+    """Under the test-suite's tiny tiles, and with small arrays replicated as users get."""
     missing = _missing_linalg(name)
     if missing:
         pytest.skip(f"spartan.linalg lacks {missing} (requested in notes/api_requests.md)")
+    spartan.config.replicate_below_bytes = replicate
     example = importlib.import_module(name)
     status = example.main(["--check", "--backend", "local", "--workers", "2"])
     out = capsys.readouterr().out

@@ -216,8 +216,10 @@ class RayBackend(Master):
             ref = actor.put.remote(rec.outputs[0], rec.value)
         else:
             remote = self._remote_pieces(rec.worker, rec.inputs)
+            early = early or {}
             refs = [
-                (early or {}).get((rec.seq, i)) or self._get_piece(p) for i, p in enumerate(remote)
+                early[(rec.seq, i)] if (rec.seq, i) in early else self._get_piece(p)
+                for i, p in enumerate(remote)
             ]
             nodes = [self.nodes[p.worker] for p in remote]
             # one pickled spec instead of five arguments: Ray serializes each apart

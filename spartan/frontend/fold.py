@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
+from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering
 from spartan.frontend.map import Kernel, Map
 from spartan.tiling import Box, Tiling, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.pipeline import RowInput
 
 Local = Callable[[np.ndarray, tuple[int, ...], Box], np.ndarray]
 
@@ -128,6 +132,8 @@ class Fold(Expr):
             self._lower_tile_rows(ctx, piped[0])
             return
         if piped:  # the child is computed here in row chunks (spartan.frontend.pipeline)
+            from spartan.frontend.pipeline import FoldRows  # it builds on this module
+
             (ri,) = piped
             cuts = Tiling.row(in_shape, max(cuts[0], ri.row_cuts(ctx))).cuts
             leaves = [leaf for leaf, _ in ri.leaves]
@@ -160,9 +166,6 @@ class Fold(Expr):
             for idx in members:
                 box = in_tiling.tile_bounds(in_shape, idx)
                 if piped:
-                    from spartan.config import config
-                    from spartan.frontend.pipeline import FoldRows
-
                     inputs += [ctx.region(x, ri.leaf_box(x, rw, box[0]), w) for x, rw in ri.leaves]
                     chunk = config.pipeline_chunk_bytes
                     parts.append(FoldRows(ri, self.local, self.combine, self.axes, box, chunk))
@@ -190,9 +193,8 @@ class Fold(Expr):
         ctx.backend.delete([key for ks in partials.values() for _, key in ks])
         self.data = tiles
 
-    def _lower_tile_rows(self, ctx: Lowering, ri: Any) -> None:
+    def _lower_tile_rows(self, ctx: Lowering, ri: RowInput) -> None:
         """Each row tile of the output from its rows of the pipelined child."""
-        from spartan.config import config
         from spartan.frontend.pipeline import FoldTile, row_groups
 
         tiles = ctx.new_tiles(self)

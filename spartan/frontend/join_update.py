@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.device import array_module, contiguous
+from spartan.config import config
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering
 from spartan.frontend.tiles import axis_runs
@@ -238,8 +239,7 @@ class JoinUpdate(Expr):
         piped = ctx.pipelines.get(self.uid, [])
         chunked = None
         if piped:
-            from spartan.config import config
-            from spartan.frontend.pipeline import ChunkedJoin
+            from spartan.frontend.pipeline import ChunkedJoin  # it builds on this module
 
             chunked = ChunkedJoin.of(piped, self, config.pipeline_chunk_bytes)
         by_index = {ri.index: ri for ri in piped}
