@@ -144,3 +144,20 @@ def test_small_computed_arrays_are_replicated(backend):
     assert not big.tiling.replicated
     numpy.testing.assert_allclose(g.to_numpy(), X.T @ X[:, 0], rtol=1e-12)
     numpy.testing.assert_allclose(big.to_numpy(), X * 2)
+
+
+def test_join_of_replicated_arrays_runs_everywhere(backend):
+    """A product whose inputs and output are all replicated is computed by every worker
+    from its own copies: nothing moves, and the plan predicts exactly that."""
+    sp.config.replicate_below_bytes = 1024
+    rng = numpy.random.default_rng(6)
+    p, q = rng.standard_normal(9), rng.standard_normal((9, 3))
+    ps, qs = sp.asarray(p), sp.asarray(q)
+    sp.evaluate(ps, qs)
+    assert ps.tiling.replicated and qs.tiling.replicated
+    backend.reset_stats()
+    r = ps @ qs
+    numpy.testing.assert_allclose(r.to_numpy(), p @ q, rtol=1e-12)
+    assert r.tiling.replicated
+    assert sp.stats()["bytes_moved"] == 0
+    assert sp.explain(r).planned.plan.total == 0

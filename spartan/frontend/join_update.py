@@ -242,6 +242,15 @@ class JoinUpdate(Expr):
             from spartan.frontend.pipeline import ChunkedJoin  # it builds on this module
 
             chunked = ChunkedJoin.of(piped, self, config.pipeline_chunk_bytes)
+        if (
+            not piped
+            and self.groups is None
+            and not self.has_base
+            and out_tiling.replicated
+            and all(ctx.tiling(x).replicated for x in inputs)
+        ):
+            self._lower_everywhere(ctx, tiles, grid, targets)
+            return
         by_index = {ri.index: ri for ri in piped}
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         per_worker: dict[int, list] = {}
@@ -292,6 +301,26 @@ class JoinUpdate(Expr):
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
             ctx.backend.submit(w, task, ins + update_keys[t], [tiles.key(idx)])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
+        self.data = tiles
+
+    def _lower_everywhere(self, ctx: Lowering, tiles: Any, grid: Tiling, targets: list) -> None:
+        """Every input and the output whole on every worker: each worker joins the
+        whole inputs it holds into its own copy, and nothing crosses workers."""
+        inputs = self.children[: self.ninputs]
+        boxes = [tuple((0, n) for n in x.shape) for x in inputs]
+        extents = tuple(Extent(b) for b in boxes)
+        keys = []
+        for w in range(ctx.backend.nworkers):
+            key = (self.uid, "upd", w, targets[0])
+            task = _JoinTask(
+                self.f_join, [extents], len(inputs), self.f_accum, self.shape, grid, targets
+            )
+            ctx.backend.submit(w, task, [ctx.region(x, b, w) for x, b in zip(inputs, boxes)], [key])
+            keys.append(key)
+        for idx, box, w in tiles.placements():
+            task = _Accumulate(self.f_accum, box, self.dtype, self.fill, False)
+            ctx.backend.submit(w, task, [keys[w]], [tiles.key(idx)])
+        ctx.backend.delete(keys)
         self.data = tiles
 
     def _worker(self, ctx, inputs, boxes, g, groups, nw) -> int:

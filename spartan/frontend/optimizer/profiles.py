@@ -213,7 +213,12 @@ def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     )
     f = next((i for i, a in enumerate(axes) if a >= 0), None)
 
-    def update(tasks: tuple, c: Choice) -> int:
+    roots = tuple(x.root for x in xs)
+    everywhere = fixed is None and not node.params["has_base"]
+
+    def update(tasks: tuple, c: Choice, inputs: tuple[Choice, ...]) -> int:
+        if everywhere and c.tiling.replicated and all(r.tiling.replicated for r in inputs):
+            return 0  # every input whole on every worker: each computes its own copy
         return _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
 
     if f is None:  # every input whole: one task on worker 0 (or the groups asked for)
@@ -223,7 +228,7 @@ def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
             Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks, P))
             for x, a in zip(xs, axes)
         ]
-        return terms + [Term((me,), lambda c: update(tasks, c), update=True)]
+        return terms + [Term((*roots, me), lambda *rc: update(tasks, rc[-1], rc[:-1]), update=True)]
     first, fa = xs[f], axes[f]
     terms = [
         Term(
@@ -245,8 +250,10 @@ def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
             )
     terms.append(
         Term(
-            (first.root, me),
-            lambda rf, c: update(_join_tasks(first.key, fa, rf.tiling, P, fixed), c),
+            (first.root, *roots, me),
+            lambda rf, *rc: update(
+                _join_tasks(first.key, fa, rf.tiling, P, fixed), rc[-1], rc[:-1]
+            ),
             update=True,
         )
     )
