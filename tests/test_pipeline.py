@@ -161,3 +161,16 @@ def test_join_of_replicated_arrays_runs_everywhere(backend):
     assert r.tiling.replicated
     assert sp.stats()["bytes_moved"] == 0
     assert sp.explain(r).planned.plan.total == 0
+
+
+def test_shorter_operand_is_broadcast_not_cut_by_rows(backend, tiling):
+    """A length-n vector in an n x n map lines up with the columns (NumPy broadcasting):
+    a pipeline must pass it whole, not slice it by the chunk's rows."""
+    rng = numpy.random.default_rng(7)
+    X, v = rng.standard_normal((8, 8)), rng.standard_normal(8)
+    Xs, vs = sp.asarray(X, tiling=tiling), sp.asarray(v)
+    col = ((Xs + 1) * vs).sum(axis=0)
+    prod = Xs.T @ ((Xs + 1) * sp.exp(vs))
+    sp.evaluate(col, prod)
+    numpy.testing.assert_allclose(col.to_numpy(), ((X + 1) * v).sum(axis=0), rtol=1e-12)
+    numpy.testing.assert_allclose(prod.to_numpy(), X.T @ ((X + 1) * numpy.exp(v)), rtol=1e-12)

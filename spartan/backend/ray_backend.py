@@ -228,9 +228,6 @@ class RayBackend(Master):
             )
             ref = actor.run_task.remote(rec.fn, spec, *refs)
             if rec.want_result:
-                if len(self._refs) >= 4096:  # results never asked for: forget the oldest
-                    for seq in list(self._refs)[:2048]:
-                        del self._refs[seq]
                 self._refs[rec.seq] = ref
         self._inflight.append((ref, rec))
         return ref
@@ -251,7 +248,7 @@ class RayBackend(Master):
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
         self.wait()  # rebuilds anything lost first
-        return self._get([self._refs[h.seq] for h in handles])
+        return self._get([self._refs.pop(h.seq) for h in handles])
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
         self.flush()
@@ -324,9 +321,11 @@ class RayBackend(Master):
             self.actors[worker].delete.remote(keys)
 
     def worker_memory(self) -> list[int]:
+        self.flush()  # queued puts count
         return self._get([a.memory.remote() for a in self.actors])
 
     def _worker_stats(self) -> list[dict[str, Any]]:
+        self.flush()
         return self._get([a.stats.remote() for a in self.actors])
 
     def reset_stats(self) -> None:

@@ -245,8 +245,7 @@ def _reads_rows(reader: Expr, c: Expr, index: int, sink: bool) -> bool:
         if axis < 0:
             return False
         return _keeps_rows(c.vm, base.shape[0], axis) if c.is_view else axis == 0
-    n = reader.shape[0] if reader.shape else 0
-    if not _has_rows(c, n) or (isinstance(reader, JoinUpdate) and index != 0):
+    if not _aligned(reader, c) or (isinstance(reader, JoinUpdate) and index != 0):
         return False
     return _keeps_rows(c.vm, base.shape[0], 0) if c.is_view else True
 
@@ -263,17 +262,21 @@ def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
     )
 
 
-def _has_rows(c: Expr, n: int) -> bool:
-    """Whether ``c`` is aligned with a pipeline of ``n`` rows (else broadcast whole)."""
+def _aligned(reader: Expr, c: Expr) -> bool:
+    """Whether ``reader`` reads row ``i`` of its input ``c`` for its own row ``i`` (else
+    ``c`` is read whole): the same number of rows and, for a map, of axes too (NumPy
+    lines a shorter operand up with the trailing axes, so its first axis is not rows)."""
+    n = reader.shape[0] if reader.shape else 0
+    if isinstance(reader, Map) and c.ndim != reader.ndim:
+        return False
     return bool(c.shape) and c.shape[0] == n and n > 1
 
 
 def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
     """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes."""
-    n = node.shape[0]
 
     def operand(c: Expr) -> Tree:
-        if not _has_rows(c, n):
+        if not _aligned(node, c):
             return _leaf(c, False, leaves)
         base = c.base if c.is_view else c
         if base.uid in inside:
