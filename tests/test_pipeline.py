@@ -174,3 +174,58 @@ def test_shorter_operand_is_broadcast_not_cut_by_rows(backend, tiling):
     sp.evaluate(col, prod)
     numpy.testing.assert_allclose(col.to_numpy(), ((X + 1) * v).sum(axis=0), rtol=1e-12)
     numpy.testing.assert_allclose(prod.to_numpy(), X.T @ ((X + 1) * numpy.exp(v)), rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    n=st.integers(2, 30),
+    d=st.integers(1, 5),
+    operand=st.sampled_from(["row", "col", "scalar", "full", "vec_d", "vec_n", "view"]),
+    op=st.sampled_from(["add", "multiply", "maximum"]),
+    consumer=st.sampled_from(["sum0", "product", "argmax1", "max1", "sum_all"]),
+    tiling=st.sampled_from(["row", "column", "block", "dup"]),
+    chunk=st.integers(1, 300),
+    seed=st.integers(0, 2**16),
+)
+def test_random_row_local_programs_match_numpy(
+    local, n, d, operand, op, consumer, tiling, chunk, seed
+):
+    """Maps over X with operands broadcast every way, through a view or not, feeding
+    each kind of pipeline consumer: equal to NumPy for any chunk size and tiling."""
+    sp.config.pipeline_chunk_bytes = chunk
+    rng = numpy.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    other = {
+        "row": rng.standard_normal((1, d)),
+        "col": rng.standard_normal((n, 1)),
+        "scalar": 1.5,
+        "full": rng.standard_normal((n, d)),
+        "vec_d": rng.standard_normal(d),
+        "vec_n": rng.standard_normal(n),
+        "view": None,
+    }[operand]
+
+    def program(np, X, other):
+        if operand == "view":
+            other = X[:, ::-1] * 2
+        elif operand == "vec_n":
+            other = other[:, None]
+        t = getattr(np, op)(np.exp(X) - 1, other)
+        if consumer == "sum0":
+            return t.sum(axis=0)
+        if consumer == "product":
+            return X.T @ t
+        if consumer == "argmax1":
+            return t.argmax(axis=1)
+        if consumer == "max1":
+            return (t.max(axis=1) * 2).sum()
+        return t.sum()
+
+    Xs = sp.asarray(X, tiling=tiling)
+    os_ = other if not isinstance(other, numpy.ndarray) else sp.asarray(other)
+    got = numpy.asarray(program(sp, Xs, os_).to_numpy())
+    want = program(numpy, X, other)
+    if consumer == "argmax1":
+        numpy.testing.assert_array_equal(got, want)
+    else:
+        numpy.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
