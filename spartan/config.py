@@ -23,8 +23,8 @@ class Config:
     #: computed arrays of at most this many bytes get a full copy on every worker
     #: (0: the optimizer tiles them like any other array)
     replicate_below_bytes: int = int(os.environ.get("SPARTAN_REPLICATE_BELOW_BYTES", 1 << 16))
-    #: compute row-local operators inside the ``X.T @ ...`` product that consumes them,
-    #: in cache-sized row chunks (:mod:`spartan.frontend.pipeline`)
+    #: compute row-local operators inside the product (``X.T @ ...``) or fold that
+    #: consumes them, in cache-sized row chunks (:mod:`spartan.frontend.pipeline`)
     pipeline_rows: bool = True
     #: bytes one pipeline chunk touches (its inputs and every intermediate): cache-sized
     pipeline_chunk_bytes: int = 2 << 20

@@ -3,7 +3,8 @@
 ``backend`` runs a test on the in-process backend (3 workers) and on Ray (2 workers,
 started once); ``tiling`` runs it under row, column, block and duplicated tilings.
 Tiles are tiny (``tiles_per_worker=2``) and small arrays are cut like big ones
-(``replicate_below_bytes=0``) so partitioning is really exercised.
+(``replicate_below_bytes=0``; ``SPARTAN_TEST_REPLICATE_BELOW=65536`` runs the suite with
+the default replication instead) so partitioning is really exercised.
 """
 
 from __future__ import annotations

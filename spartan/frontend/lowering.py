@@ -21,7 +21,8 @@ class Lowering:
         self.backend = backend
         self.tilings = tilings
         self.fused = fused
-        #: per join uid, its inputs computed in row chunks (:mod:`spartan.frontend.pipeline`)
+        #: per consuming node uid (a join or a fold), its inputs computed in row chunks
+        #: (:mod:`spartan.frontend.pipeline`)
         self.pipelines = pipelines or {}
 
     def tiling(self, expr: Expr) -> Tiling:
