@@ -197,30 +197,38 @@ class RayBackend(Master):
     def flush(self) -> None:
         queued, self._queued = self._queued, []
         made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
-        early: dict[tuple[int, int], ray.ObjectRef] = {}
-        for rec in queued:  # 1. pieces of blocks made before: requested ahead of the tasks
-            if rec.fn is None:
-                continue
-            for i, p in enumerate(self._remote_pieces(rec.worker, rec.inputs)):
-                if (p.key, p.worker) not in made_here:
-                    early[(rec.seq, i)] = self._get_piece(p)
+        remote = {
+            rec.seq: self._remote_pieces(rec.worker, rec.inputs)
+            for rec in queued
+            if rec.fn is not None
+        }
+        # 1. pieces of blocks made before: requested ahead of the tasks
+        early = {
+            seq: [None if (p.key, p.worker) in made_here else self._get_piece(p) for p in ps]
+            for seq, ps in remote.items()
+        }
         for rec in queued:  # 2. the tasks in order; other pieces after their producers
-            self._send(rec, early)
+            self._send(rec, remote.get(rec.seq), early.get(rec.seq))
 
     def _get_piece(self, p: Piece) -> ray.ObjectRef:
         return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm)
 
-    def _send(self, rec: Record, early: dict | None = None) -> ray.ObjectRef:
+    def _send(
+        self,
+        rec: Record,
+        remote: list[Piece] | None = None,
+        early: list[ray.ObjectRef | None] | None = None,
+    ) -> ray.ObjectRef:
+        """Send one put or task; ``early`` holds refs of its remote pieces requested
+        already (None where not)."""
         actor = self.actors[rec.worker]
         if rec.fn is None:  # a put
             ref = actor.put.remote(rec.outputs[0], rec.value)
         else:
-            remote = self._remote_pieces(rec.worker, rec.inputs)
-            early = early or {}
-            refs = [
-                early[(rec.seq, i)] if (rec.seq, i) in early else self._get_piece(p)
-                for i, p in enumerate(remote)
-            ]
+            if remote is None:
+                remote = self._remote_pieces(rec.worker, rec.inputs)
+            early = early or [None] * len(remote)
+            refs = [r if r is not None else self._get_piece(p) for p, r in zip(remote, early)]
             nodes = [self.nodes[p.worker] for p in remote]
             # one pickled spec instead of five arguments: Ray serializes each apart
             spec = pickle.dumps(

@@ -167,8 +167,16 @@ class Fold(Expr):
                 box = in_tiling.tile_bounds(in_shape, idx)
                 if piped:
                     inputs += [ctx.region(x, ri.leaf_box(x, rw, box[0]), w) for x, rw in ri.leaves]
-                    chunk = config.pipeline_chunk_bytes
-                    parts.append(FoldRows(ri, self.local, self.combine, self.axes, box, chunk))
+                    parts.append(
+                        FoldRows(
+                            ri,
+                            self.local,
+                            self.combine,
+                            self.axes,
+                            box,
+                            config.pipeline_chunk_bytes,
+                        )
+                    )
                     continue
                 inputs += [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
                 k = kernel.for_shape(box_shape(box)) if kernel is not None else None

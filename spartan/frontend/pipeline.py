@@ -138,12 +138,12 @@ def row_pipelines(
                 tree = _tree(base, inside, leaves)
                 if x.is_view:
                     tree = _view_tree(x, a, tree)
-                computed = [by_uid[u] for u in _uids(tree, inside)]
+                computed = [by_uid[u] for u in _uids(tree)]
                 row = sum(_row_bytes(e) for e in computed + [leaf for leaf, rw in leaves if rw])
                 ins.append(RowInput(i, a, tree, leaves, row))
         if ins:
             pipes[node.uid] = ins
-    used = {uid for ris in pipes.values() for ri in ris for uid in _uids(ri.tree, inside)}
+    used = {uid for ris in pipes.values() for ri in ris for uid in _uids(ri.tree)}
     return pipes, used
 
 
@@ -294,14 +294,14 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
     return ("dot", node.f_join, operand(x), _leaf(y, False, leaves), node.dtype, node.uid)
 
 
-def _uids(tree: Tree, inside: set[int]) -> set[int]:
+def _uids(tree: Tree) -> set[int]:
     """The pipelined nodes a tree computes."""
     kind = tree[0]
     if kind in ("leaf", "const"):
         return set()
     subs = {"map": tree[2], "fold": (tree[3],), "dot": (tree[2], tree[3]), "view": (tree[5],)}[kind]
     own = {tree[-1]} if kind != "view" else set()
-    return own.union(*(_uids(s, inside) for s in subs))
+    return own.union(*(_uids(s) for s in subs))
 
 
 def _leaf(c: Expr, rowwise: bool, leaves: list) -> Tree:
@@ -336,8 +336,9 @@ def run_rows(tree: Tree, blocks: Sequence[Any], lo: int, hi: int, first: int) ->
         return tree[1]
     if kind == "map":
         _, fn, subs, dtype, tail, _ = tree
-        xp = array_module(*blocks)
-        out = xp.asarray(fn(*(run_rows(s, blocks, lo, hi, first) for s in subs)))
+        out = fn(*(run_rows(s, blocks, lo, hi, first) for s in subs))
+        xp = array_module(out)  # the inputs' device (not a scan of every block per chunk)
+        out = xp.asarray(out)
         shape = (hi - lo, *tail)
         if out.shape != shape:
             out = xp.broadcast_to(out, shape)
