@@ -7,7 +7,11 @@ the driver to one actor run in submission order, so a piece requested after the 
 that writes its block sees that block. The tasks of one operator are held until
 :meth:`RayBackend.flush`: pieces of blocks that already exist are requested first, so
 they never queue behind the owner's own share of that operator (one long task per
-worker would otherwise run on the workers one after another).
+worker would otherwise run on the workers one after another). Tasks that read only
+their own worker's blocks are held while that worker is busy and then sent together as
+one actor call (:meth:`RayBackend._release`): a chain of small operators on replicated
+arrays, as in every iteration of an iterative solver, costs one call per worker
+instead of one per operator.
 
 Workers are spread over every node that offers CPUs (or GPUs), numbered node by node,
 so contiguous runs of tiles share a node. Every put and task is logged
@@ -26,8 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import cloudpickle
 import ray
+from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend.base import Key, Piece
@@ -36,6 +40,11 @@ from spartan.backend.master import Master
 from spartan.backend.worker import TaskFailed, Worker
 
 log = logging.getLogger("spartan")
+
+#: a busy worker's held tasks are sent once this many have collected
+HELD_MAX = 64
+#: task functions pickled to at most this many bytes travel inside the call
+INLINE_FN_BYTES = 16 * 1024
 
 #: errors that mean a worker (or an object it owned) is gone, not a bug in user code
 LOSS_ERRORS = (
@@ -51,9 +60,27 @@ class RayWorker(Worker):
     def __init__(self, index: int, device: str = "cpu") -> None:
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
 
-    def run_task(self, fn: Callable[..., Any], spec: bytes, *remote: Any) -> Any:
+    def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
+        if isinstance(fn, bytes):  # small functions travel pickled, inline
+            fn = pickle.loads(fn)
         return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
+
+    def run_batch(self, spec: bytes, *fns: Callable[..., Any]) -> TaskFailed | None:
+        """Tasks that read only this worker's blocks, and deletes (key lists), in
+        order; returns the first task's failure (later readers store theirs too).
+        A task's function is its pickle or the position of an argument in ``fns``."""
+        failed = None
+        for step in pickle.loads(spec):
+            if isinstance(step, list):
+                self.delete(step)
+                continue
+            fn, inputs, outputs, tag = step
+            fn = pickle.loads(fn) if isinstance(fn, bytes) else fns[fn]
+            result = self.run(fn, inputs, outputs, False, (), (), tag)
+            if failed is None and isinstance(result, TaskFailed):
+                failed = result
+        return failed
 
     def pid(self) -> int:
         import os
@@ -130,7 +157,11 @@ class RayBackend(Master):
         self._queued: list[Record] = []
         #: the ref of each sent task by sequence number, for :meth:`results`
         self._refs: dict[int, ray.ObjectRef] = {}
-        self._fn_cache: dict[int, tuple[Any, ray.ObjectRef]] = {}
+        #: per worker: local tasks (Records) and deletes (key lists) not sent yet
+        self._held: dict[int, list[Record | list[Key]]] = {}
+        #: per worker: the last call sent to it, to tell whether it is still busy
+        self._last: dict[int, ray.ObjectRef] = {}
+        self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
@@ -149,24 +180,27 @@ class RayBackend(Master):
         )
 
     # ---- transport --------------------------------------------------------------------
-    def _fn_ref(self, fn: Callable[..., Any]) -> Any:
-        """Put a task function once: for all the tasks of one operator, and for equal
-        functions of later operators (each loop iteration builds new but equal ones)."""
+    def _fn_arg(self, fn: Callable[..., Any]) -> bytes | ray.ObjectRef:
+        """A task function as sent: its pickle when small (an object-store argument
+        costs the actor a fetch, about 0.1 ms each), else an ObjectRef put once for all
+        the tasks of one operator and for equal functions of later operators (each loop
+        iteration builds new but equal ones)."""
         hit = self._fn_cache.get(id(fn))
         if hit is not None and hit[0] is fn:
             return hit[1]
         blob = cloudpickle.dumps(fn)
-        digest = hashlib.blake2b(blob, digest_size=16).digest()
-        ref = self._blob_cache.get(digest)
-        if ref is None:
-            ref = ray.put(fn)
-            self._blob_cache[digest] = ref
+        arg: bytes | ray.ObjectRef = blob
+        if len(blob) > INLINE_FN_BYTES:
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            arg = self._blob_cache.get(digest)
+            if arg is None:
+                arg = self._blob_cache[digest] = ray.put(fn)
         if len(self._fn_cache) >= 256:
             self._fn_cache.clear()
         if len(self._blob_cache) >= 1024:
             self._blob_cache.clear()
-        self._fn_cache[id(fn)] = (fn, ref)
-        return ref
+        self._fn_cache[id(fn)] = (fn, arg)
+        return arg
 
     def _put(self, key: Key, value: Any, worker: int) -> None:
         rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})
@@ -185,7 +219,7 @@ class RayBackend(Master):
             {
                 "worker": worker,
                 "outputs": tuple(outputs),
-                "fn": self._fn_ref(fn),
+                "fn": self._fn_arg(fn),
                 "inputs": tuple(inputs),
                 "want_result": want_result,
                 "tag": self.tag,
@@ -208,9 +242,56 @@ class RayBackend(Master):
             for seq, ps in remote.items()
         }
         for rec in queued:  # 2. the tasks in order; other pieces after their producers
-            self._send(rec, remote.get(rec.seq), early.get(rec.seq))
+            if rec.fn is not None and not remote[rec.seq] and not rec.want_result:
+                self._held.setdefault(rec.worker, []).append(rec)
+            else:
+                self._release(rec.worker)
+                self._send(rec, remote.get(rec.seq), early.get(rec.seq))
+        # 3. idle workers get their held tasks now; busy ones collect more
+        for w, held in list(self._held.items()):
+            last = self._last.get(w)
+            if (
+                last is None
+                or len(held) >= HELD_MAX
+                or ray.wait([last], timeout=0, fetch_local=False)[0]
+            ):
+                self._release(w)  # (a no-op if a delete from the GC sent them already)
+
+    def _release(self, worker: int) -> None:
+        """Send the tasks and deletes held for ``worker``, as one call when several."""
+        held = self._held.pop(worker, None)
+        if not held:
+            return
+        if len(held) == 1:
+            item = held[0]
+            if isinstance(item, Record):
+                self._send(item)
+            else:
+                self._last[worker] = self.actors[worker].delete.remote(item)
+            return
+        refs: dict[ray.ObjectRef, int] = {}  # functions too big to inline, by position
+        steps = [
+            item
+            if not isinstance(item, Record)
+            else (
+                item.fn if isinstance(item.fn, bytes) else refs.setdefault(item.fn, len(refs)),
+                item.inputs,
+                item.outputs,
+                item.tag,
+            )
+            for item in held
+        ]
+        ref = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *refs)
+        self._last[worker] = ref
+        self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
+
+    def _release_all(self) -> None:
+        self.flush()
+        for w in list(self._held):
+            self._release(w)
 
     def _get_piece(self, p: Piece) -> ray.ObjectRef:
+        self._release(p.worker)  # the block may come from a held task
         return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm)
 
     def _send(
@@ -237,16 +318,17 @@ class RayBackend(Master):
             ref = actor.run_task.remote(rec.fn, spec, *refs)
             if rec.want_result:
                 self._refs[rec.seq] = ref
+        self._last[rec.worker] = ref
         self._inflight.append((ref, rec))
         return ref
 
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self) -> None:
-        self.flush()
+        self._release_all()
         for _ in range(3):
             pending, self._inflight = self._inflight, []
             try:
-                self._get([ref for ref, _ in pending], progress=True)
+                self._get(list(dict.fromkeys(ref for ref, _ in pending)), progress=True)
                 if self.device == "gpu":
                     self._get([a.sync.remote() for a in self.actors])
                 return
@@ -259,7 +341,7 @@ class RayBackend(Master):
         return self._get([self._refs.pop(h.seq) for h in handles])
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
-        self.flush()
+        self._release_all()
         for _ in range(3):
             try:
                 refs = [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
@@ -326,14 +408,17 @@ class RayBackend(Master):
     def _delete(self, worker: int, keys: list[Key]) -> None:
         if ray.is_initialized() and self.actors:  # an actor call would start Ray again
             self.flush()  # the readers of these blocks go first
-            self.actors[worker].delete.remote(keys)
+            if worker in self._held:  # after the held readers, in the same call
+                self._held[worker].append(keys)
+            else:
+                self._last[worker] = self.actors[worker].delete.remote(keys)
 
     def worker_memory(self) -> list[int]:
-        self.flush()  # queued puts count
+        self._release_all()  # queued puts count
         return self._get([a.memory.remote() for a in self.actors])
 
     def _worker_stats(self) -> list[dict[str, Any]]:
-        self.flush()
+        self._release_all()
         return self._get([a.stats.remote() for a in self.actors])
 
     def reset_stats(self) -> None:
@@ -343,7 +428,7 @@ class RayBackend(Master):
     def shutdown(self) -> None:
         for a in self.actors:
             ray.kill(a)
-        self._queued = []
+        self._queued, self._held, self._last = [], {}, {}
         self.actors = []
         self.nworkers = 0
 

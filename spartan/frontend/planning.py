@@ -166,7 +166,10 @@ _plans: dict[tuple, Plan] = {}
 
 def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) -> Plan:
     """``optimize``, reusing the plan of an identical earlier graph (a loop that evaluates
-    every iteration plans once). Learned update costs are part of the key."""
+    every iteration plans once). The learned update costs of the graph's join sites are
+    part of the key, to two significant digits: a loop whose measured bytes wobble a
+    little keeps its plan instead of paying the search again."""
+    sites = {n.params.get("site") for n in program} - {None}
     key = (
         nworkers,
         budget,
@@ -175,7 +178,7 @@ def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) 
             (n.op, n.shape, n.itemsize, n.inputs, repr(sorted(n.params.items(), key=str)))
             for n in program
         ),
-        tuple(sorted(_history.ratios.items(), key=str)),
+        tuple(sorted(((s, float(f"{_history.factor(s):.2g}")) for s in sites), key=str)),
     )
     plan = _plans.get(key)
     if plan is None:

@@ -1,0 +1,82 @@
+"""The Ray backend holds a busy worker's local tasks and sends them as one call."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray")
+
+
+def _slow_copy(x):
+    time.sleep(0.5)
+    return x.copy()
+
+
+def _add_one(x):
+    return x + 1
+
+
+def _fail(x):
+    raise ValueError("bad block")
+
+
+def _busy(be, tag, value):
+    """Worker 0 holds ``(tag, "x") = value`` and is busy copying it to ``(tag, "slow")``."""
+    be.put((tag, "x"), value, 0)
+    be.wait()  # the worker is idle: the slow task goes out at once
+    be.submit(0, _slow_copy, [(tag, "x")], [(tag, "slow")])
+    be.flush()
+
+
+def _chain(be, start, n, tag):
+    """``n`` tasks on worker 0, each adding one to the block before it."""
+    prev = start
+    for i in range(n):
+        key = (tag, i)
+        be.submit(0, _add_one, [prev], [key])
+        prev = key
+    be.flush()
+    return prev
+
+
+def test_local_tasks_behind_a_busy_worker_are_held_then_run_in_order(ray_backend):
+    be = ray_backend
+    _busy(be, "hold", np.arange(4.0))
+    last = _chain(be, ("hold", "slow"), 5, "hold")
+    assert len(be._held.get(0, [])) == 5  # the worker is busy: nothing sent yet
+    be.wait()
+    assert not be._held
+    np.testing.assert_array_equal(be.fetch(last), np.arange(4.0) + 5)
+    be.delete([("hold", "x"), ("hold", "slow")] + [("hold", i) for i in range(5)])
+
+
+def test_delete_held_behind_its_readers(ray_backend):
+    be = ray_backend
+    _busy(be, "del", np.ones(3))
+    be.submit(0, _add_one, [("del", "slow")], [("del", "y")])
+    be.flush()
+    be.delete([("del", "slow")])  # must run after the reader it follows
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("del", "y")), np.full(3, 2.0))
+    be.delete([("del", "x"), ("del", "y")])
+
+
+def test_failure_inside_a_held_batch_is_the_users_error(ray_backend):
+    be = ray_backend
+    _busy(be, "fail", np.zeros(2))
+    be.submit(0, _fail, [("fail", "slow")], [("fail", "bad")])
+    be.submit(0, _add_one, [("fail", "bad")], [("fail", "after")])
+    be.flush()
+    assert len(be._held.get(0, [])) == 2
+    with pytest.raises(ValueError, match="bad block"):
+        be.wait()
+    # the worker goes on: a later chain runs normally
+    last = _chain(be, ("fail", "x"), 3, "fail-next")
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(last), np.full(2, 3.0))
+    be.delete(
+        [("fail", k) for k in ("x", "slow", "bad", "after")] + [("fail-next", i) for i in range(3)]
+    )
