@@ -238,6 +238,21 @@ def test_distributed_dot_pulls_nothing_to_driver(backend):
     assert z.shape == (40, 3)
 
 
+def test_row_product_finishes_output_tiles_in_its_join_tasks(backend):
+    """``X @ W`` on row tiles: each group's product lands in its own rows, so each
+    worker's one join task writes its output tiles itself (no accumulate tasks)."""
+    nw = backend.nworkers
+    x_np, w_np = data((24, 5)), data((5, 3), seed=1)
+    x = sp.asarray(x_np, tiling=sp.Tiling.row((24, 5), 2 * nw))
+    w = sp.asarray(w_np, tiling="dup")
+    sp.evaluate(x, w)
+    backend.reset_stats()
+    z = sp.evaluate(x @ w)
+    assert sp.stats()["tasks"] == nw
+    assert z.tiling.cuts[0] > 1
+    np.testing.assert_allclose(z.to_numpy(), x_np @ w_np)
+
+
 def test_errors_are_numpy_errors_at_build_time(backend):
     x = sp.ones((3, 4))
     with pytest.raises(ValueError, match="broadcast"):

@@ -81,12 +81,23 @@ class _JoinTask:
     a worker sends one update per location instead of one per group."""
 
     def __init__(  # noqa: ANN001
-        self, f_join, groups, nin, f_accum, out_shape, out_tiling: Tiling, targets, chunked=None
+        self,
+        f_join,
+        groups,
+        nin,
+        f_accum,
+        out_shape,
+        out_tiling: Tiling,
+        targets,
+        chunked=None,
+        finish=None,
     ):
         self.f_join, self.groups, self.nin, self.f_accum = f_join, groups, nin, f_accum
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
         #: a :class:`~spartan.frontend.pipeline.ChunkedJoin` when inputs are pipelined
         self.chunked = chunked
+        #: output tiles whose every update comes from this task: target -> _Accumulate
+        self.finish = finish or {}
 
     def _group_updates(self, extents: tuple, blocks: tuple) -> Iterable[tuple[Any, Any]]:
         if self.chunked is not None:
@@ -132,7 +143,9 @@ class _JoinTask:
                     src.append(slice(k_lo, k_hi))
                 idx = tuple(run[0] for run in combo)
                 per_tile[idx].append((tuple(dst), contiguous(upd[tuple(src)])))
-        out = tuple(per_tile[t] for t in self.targets)
+        out = tuple(
+            self.finish[t](per_tile[t]) if t in self.finish else per_tile[t] for t in self.targets
+        )
         return out[0] if len(out) == 1 else out  # one output: the value itself
 
 
@@ -181,6 +194,7 @@ class JoinUpdate(Expr):
         base: Expr | None = None,
         groups: int | None = None,
         name: str = "join_update",
+        update_axis: int | None = None,
     ) -> None:
         if len(axes) != len(inputs):
             raise ValueError(f"join_update got {len(inputs)} inputs but {len(axes)} axes")
@@ -195,6 +209,10 @@ class JoinUpdate(Expr):
         self.has_base = base is not None
         self.groups = groups
         self.name = name
+        #: a promise that each group's updates stay within the output range, along this
+        #: axis, that the group covers of the first joined input along its axis (a
+        #: product of row tiles): a group then feeds only the output tiles it overlaps
+        self.update_axis = update_axis
         #: where the user's code called this join_update: the same site in a loop
         #: shares measured update costs across iterations
         self.site = (name, call_site())
@@ -278,9 +296,20 @@ class JoinUpdate(Expr):
             local = all(p.worker == w for r in regions for p in r.pieces)
             batch = w if self.f_accum is not None or local else (w, g)
             per_worker.setdefault(batch, []).append((w, regions, extents))
+        fed = self._fed_tiles(tiles, per_worker, targets)
+        feeders: dict[tuple[int, ...], list] = {t: [] for t in targets}
+        for b in per_worker:
+            for t in fed[b]:
+                feeders[t].append(b)
         for b, items in per_worker.items():
             w = items[0][0]
-            keys = [(self.uid, "upd", b, t) for t in targets]
+            # a tile of this worker fed by this task alone is finished by it
+            finish = {
+                t: _Accumulate(self.f_accum, box, self.dtype, self.fill, False)
+                for t, box, tw in tiles.tiles()
+                if not self.has_base and not out_tiling.replicated and tw == w and feeders[t] == [b]
+            }
+            keys = [tiles.key(t) if t in finish else (self.uid, "upd", b, t) for t in fed[b]]
             task = _JoinTask(
                 self.f_join,
                 [e for _, _, e in items],
@@ -288,20 +317,43 @@ class JoinUpdate(Expr):
                 self.f_accum,
                 self.shape,
                 grid,
-                targets,
+                fed[b],
                 chunked,
+                finish,
             )
             ctx.backend.submit(w, task, [r for _, rs, _ in items for r in rs], keys)
-            for t, k in zip(targets, keys):
-                update_keys[t].append(k)
+            for t, k in zip(fed[b], keys):
+                if t not in finish:
+                    update_keys[t].append(k)
+                else:
+                    update_keys.pop(t)
         base = self.children[self.ninputs] if self.has_base else None
         for idx, box, w in tiles.placements():
             t = idx if not out_tiling.replicated else targets[0]
+            if t not in update_keys:  # finished by its join task
+                continue
             ins = [ctx.region(base, box, w)] if base is not None else []
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
             ctx.backend.submit(w, task, ins + update_keys[t], [tiles.key(idx)])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
         self.data = tiles
+
+    def _fed_tiles(self, tiles: Any, per_worker: dict, targets: list) -> dict[Any, list]:
+        """The output tiles each join task may update: all of them, unless
+        ``update_axis`` says which rows each group's updates stay within."""
+        ua = self.update_axis
+        if ua is None or tiles.tiling.replicated:
+            return {b: targets for b in per_worker}
+        i, a = next((i, a) for i, a in enumerate(self.axes) if a >= 0)
+        fed = {}
+        for b, items in per_worker.items():
+            spans = [extents[i].box[a] for _, _, extents in items]
+            fed[b] = [
+                t
+                for t, box, _ in tiles.tiles()
+                if any(lo < box[ua][1] and box[ua][0] < hi for lo, hi in spans)
+            ]
+        return fed
 
     def _lower_everywhere(self, ctx: Lowering, tiles: Any, grid: Tiling, targets: list) -> None:
         """Every input and the output whole on every worker: each worker joins the

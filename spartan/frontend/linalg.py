@@ -58,7 +58,14 @@ def dot2d(x: Array, y: Array) -> Array:
         )
     else:
         expr = JoinUpdate(
-            _rows_times_whole, None, [x._expr, y._expr], [0, -1], (n, m), dtype, name="dot(a)"
+            _rows_times_whole,
+            None,
+            [x._expr, y._expr],
+            [0, -1],
+            (n, m),
+            dtype,
+            name="dot(a)",
+            update_axis=0,
         )
     return Array(expr)
 

@@ -4,10 +4,10 @@ Everything in spartan's NumPy namespace is written on these; user code may call 
 directly with functions that work on whole tiles (NumPy arrays).
 
 >>> sp.map(lambda t: t * 2, x)                                   # doctest: +SKIP
->>> sp.fold(np.add, x, axis=0)
->>> sp.scan(np.add, x, axis=1)
->>> sp.filter(x, lambda t: t > 0)
->>> sp.join_update(f_join, np.add, [x, y], axes=[1, 0], shape=(n, m))
+>>> sp.fold(np.add, x, axis=0)                                   # doctest: +SKIP
+>>> sp.scan(np.add, x, axis=1)                                   # doctest: +SKIP
+>>> sp.filter(x, lambda t: t > 0)                                # doctest: +SKIP
+>>> sp.join_update(f_join, np.add, [x, y], axes=[1, 0], shape=(n, m))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def join_update(
     dtype: Any = float,
     fill: Any = 0,
     groups: int | None = None,
+    update_axis: int | None = None,
 ) -> Array:
     """Join groups of tiles and combine their ``(location, update)`` pairs.
 
@@ -108,9 +109,29 @@ def join_update(
     ``i``'s global region) and yields ``(location, update)``: ``location`` a tuple of
     slices of the output, ``update`` an array. Overlapping updates are combined with
     ``f_accum`` onto an output that starts at ``fill`` (``f_accum=None``: overwrite).
+    ``update_axis=k`` promises that a group's updates stay within the output range,
+    along axis ``k``, that the group spans of the first joined input: each group then
+    feeds only the output tiles it overlaps, and a worker finishes the tiles only it
+    feeds in its own join task.
+
+    >>> def rows_times(ext, xt, w):                  # doctest: +SKIP
+    ...     return [(ext[0].rows, xt @ w)]
+    >>> sp.join_update(rows_times, None, [x, w], [0, -1], (n, 3), update_axis=0)  # doctest: +SKIP
     """
     exprs = [asarray(x)._expr for x in inputs]
-    return Array(JoinUpdate(f_join, f_accum, exprs, axes, tuple(shape), dtype, fill, groups=groups))
+    return Array(
+        JoinUpdate(
+            f_join,
+            f_accum,
+            exprs,
+            axes,
+            tuple(shape),
+            dtype,
+            fill,
+            groups=groups,
+            update_axis=update_axis,
+        )
+    )
 
 
 def slice(x: Any, region: Any) -> Array:  # noqa: A001

@@ -260,10 +260,9 @@ def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
         return p.scan(ins[0], e.axis, size, e.label)
     if isinstance(e, JoinUpdate):
         n = e.ninputs
-        update_axis = 0 if e.name == "dot(a)" else None
         base = ins[n] if e.has_base else None
         return p.join_update(
-            ins[:n], e.axes, e.shape, size, update_axis, e.site, e.groups, base, e.label
+            ins[:n], e.axes, e.shape, size, e.update_axis, e.site, e.groups, base, e.label
         )
     if isinstance(e, Reshape):
         x = ins[0]
