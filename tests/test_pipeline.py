@@ -182,7 +182,7 @@ def test_shorter_operand_is_broadcast_not_cut_by_rows(backend, tiling):
     d=st.integers(1, 5),
     operand=st.sampled_from(["row", "col", "scalar", "full", "vec_d", "vec_n", "view"]),
     op=st.sampled_from(["add", "multiply", "maximum"]),
-    consumer=st.sampled_from(["sum0", "product", "argmax1", "max1", "sum_all"]),
+    consumer=st.sampled_from(["sum0", "product", "rows_product", "argmax1", "max1", "sum_all"]),
     tiling=st.sampled_from(["row", "column", "block", "dup"]),
     chunk=st.integers(1, 300),
     seed=st.integers(0, 2**16),
@@ -215,6 +215,8 @@ def test_random_row_local_programs_match_numpy(
             return t.sum(axis=0)
         if consumer == "product":
             return X.T @ t
+        if consumer == "rows_product":
+            return t @ (np.arange(2 * d).reshape(d, 2) / d)
         if consumer == "argmax1":
             return t.argmax(axis=1)
         if consumer == "max1":
@@ -229,3 +231,37 @@ def test_random_row_local_programs_match_numpy(
         numpy.testing.assert_array_equal(got, want)
     else:
         numpy.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_row_product_of_a_map_and_transposed_maps(backend, tiling):
+    """ALS' half steps: ``(R * W) @ V`` computes the map inside the product's row
+    groups, and ``R.T * W.T`` is ``(R * W).T``, so ``(R.T * W.T) @ U`` is a product
+    over R's rows with the map inside too; neither map ever exists as tiles."""
+    rng = numpy.random.default_rng(3)
+    R, W = rng.random((23, 9)), (rng.random((23, 9)) > 0.5) * 1.0
+    V, U = rng.random((9, 2)), rng.random((23, 2))
+    Rs, Ws = sp.asarray(R, tiling=tiling), sp.asarray(W, tiling=tiling)
+    rows, cols = Rs * Ws, Rs.T * Ws.T
+    assert cols._expr.is_view and cols._expr.base.label == rows._expr.label
+    a, b = rows @ sp.asarray(V), cols @ sp.asarray(U)
+    sp.evaluate(a, b)
+    numpy.testing.assert_allclose(a.to_numpy(), (R * W) @ V, rtol=1e-12)
+    numpy.testing.assert_allclose(b.to_numpy(), (R.T * W.T) @ U, rtol=1e-12)
+    if tiling != "dup":
+        assert rows._expr.data is None and cols._expr.base.data is None
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda np, x, y: x.T * y.T + 1,
+        lambda np, x, y: np.maximum(x.T, 0.5) * 2,
+        lambda np, x, y: x.T * y[:, ::-1].T,  # not a whole transpose: a plain map
+        lambda np, x, y: x.T + y.T[:, :1],  # broadcast against a slice
+    ],
+)
+def test_maps_of_transposes_match_numpy(backend, tiling, program):
+    rng = numpy.random.default_rng(4)
+    x, y = rng.random((7, 5)), rng.random((7, 5))
+    got = program(sp, sp.asarray(x, tiling=tiling), sp.asarray(y, tiling=tiling))
+    numpy.testing.assert_allclose(got.to_numpy(), program(numpy, x, y), rtol=1e-12)

@@ -9,8 +9,8 @@ row chunks that stay in cache, instead of becoming tiles:
 
 * a ``dot(b)`` product (``A.T @ B``) or a fold over axis 0 sums partial results of its
   row groups, so it runs its groups chunk by chunk;
-* a fold over other axes that must exist as tiles (a result, or read elsewhere) makes
-  each of its row tiles chunk by chunk.
+* a fold over other axes, or a ``dot(a)`` product (``f(X) @ W``), that must exist as
+  tiles (a result, or read elsewhere) makes each of its row tiles chunk by chunk.
 
 X then streams from memory once per step, and the intermediates never exist. A node
 read by several pipelines is computed in each (k-means' one-hot matrix feeds its
@@ -202,8 +202,11 @@ def _sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
 
 
 def _tile_sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
-    """A fold over other axes than the rows, tiled by rows: when it is not itself
-    computed inside a consumer, its tiles are made by a pipeline over its input."""
+    """A fold over other axes than the rows, tiled by rows, or a ``dot(a)`` product
+    (``f(X) @ W``): when it is not itself computed inside a consumer, its tiles are made
+    by a pipeline over its input (a product's row groups write their own rows)."""
+    if _is_dot_a(node):
+        return node.data is None
     t = tilings.get(node.uid)
     return (
         isinstance(node, Fold)

@@ -17,6 +17,7 @@ import numpy as np
 from spartan.frontend.expr import Expr
 from spartan.frontend.map import Map
 from spartan.frontend.source import FromNumpy
+from spartan.frontend.view import transpose
 
 
 class Unsupported(TypeError):
@@ -29,6 +30,8 @@ def as_operand(value: Any) -> Any:
 
     if isinstance(value, Array):
         return value._expr
+    if isinstance(value, Expr):
+        return value
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return value
     if isinstance(value, (np.ndarray, list, tuple)):
@@ -65,10 +68,43 @@ def elementwise(fn: Any, *args: Any, name: str | None = None, dtype: Any = None)
     operands = [as_operand(a) for a in args]
     if not any(isinstance(o, Expr) for o in operands):
         return fn(*operands)
+    perm = common_transpose(operands)
+    if perm is not None:  # x.T * y.T is (x * y).T: the map reads its bases in their order
+        bases = [o.base if isinstance(o, Expr) else o for o in operands]
+        return Array(transpose(elementwise(fn, *bases, name=name, dtype=dtype)._expr, perm))
     shape = result_shape(operands)
     if dtype is None:
         dtype = np.asarray(probe(fn, operands)).dtype
     return Array(Map(fn, operands, shape, dtype, name=name))
+
+
+def common_transpose(operands: list[Any]) -> tuple[int, ...] | None:
+    """The axis order shared by operands that are all whole transposes of arrays of one
+    shape (scalars aside), as in ``R.T * W.T``; None otherwise.
+
+    Mapping over the bases and transposing the result reads every tile in its stored
+    order (strided reads of transposed blocks cost several times more) and leaves a
+    view that a product can read by the base's rows."""
+    perms = set()
+    shapes = set()
+    for o in operands:
+        if not isinstance(o, Expr):
+            continue
+        vm = o.vm if o.is_view else None
+        if vm is None or vm.fixed or len(vm.axes) != vm.base_ndim:
+            return None
+        base_shape = o.base.shape
+        if any(
+            a.base is None or a.start != 0 or a.step != 1 or a.count != base_shape[a.base]
+            for a in vm.axes
+        ):
+            return None
+        perms.add(tuple(a.base for a in vm.axes))
+        shapes.add(base_shape)
+    if len(perms) != 1 or len(shapes) != 1:
+        return None
+    perm = perms.pop()
+    return None if perm == tuple(range(len(perm))) else perm
 
 
 def apply(ufunc: np.ufunc, args: tuple, **kwargs: Any) -> Any:
