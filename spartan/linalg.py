@@ -18,7 +18,7 @@ import numpy as np
 
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
-from spartan.frontend.decompositions import blocked_cholesky, dense, stacked, tsqr
+from spartan.frontend.decompositions import blocked_cholesky, dense, solve_dense, stacked, tsqr
 from spartan.frontend.linalg import cross as _cross
 from spartan.frontend.linalg import diagonal, dot, matmul, outer, tensordot, trace, vdot
 from spartan.frontend.linalg import vecdot as _vecdot
@@ -270,7 +270,8 @@ def cholesky(a: Any, *, upper: bool = False, block: int | None = None) -> Array:
 
 
 def solve(a: Any, b: Any) -> Array:
-    """Solve ``a @ x = b``: one task for one small square ``a``; stacks ``(..., M, M)``
+    """Solve ``a @ x = b``: one task for one square ``a`` (by substitution when ``a`` is
+    triangular, e.g. a Cholesky factor; by LU otherwise); stacks ``(..., M, M)``
     (NumPy 2 semantics: ``b`` is ``(..., M, K)``, or ``(M,)`` for one vector) in groups
     along the batch axis, where the matrices live."""
     x = _square_stack(a, "solve")
@@ -286,7 +287,7 @@ def solve(a: Any, b: Any) -> Array:
     dtype = np.result_type(
         _result_dtype(np.linalg.inv, x), y.dtype, np.float64 if y.dtype.kind in "biu" else y.dtype
     )
-    return dense(np.linalg.solve, [x, y], y.shape, dtype, "solve")
+    return dense(solve_dense, [x, y], y.shape, dtype, "solve")
 
 
 def _solve_stack(x: Array, y: Array) -> Array:

@@ -158,6 +158,28 @@ def test_blocked_cholesky(local, tiling, n, block):
     )
 
 
+@pytest.mark.parametrize("kind", ["lower", "upper", "almost", "general"])
+def test_solve_triangular_systems(backend, tiling, kind):
+    """A triangular matrix (a Cholesky factor or its transpose) is solved by
+    substitution; one nonzero above the diagonal sends it to LU: NumPy's answers."""
+    n = 70  # large enough to be checked for a triangle
+    m = RNG.standard_normal((n, n)) + n * np.eye(n)
+    a = {"lower": np.tril(m), "upper": np.triu(m), "almost": np.tril(m), "general": m}[kind]
+    if kind == "almost":
+        a[3, 60] = 0.5
+    b = RNG.standard_normal((n, 2))
+    x = sp.array(a, tiling=tiling)
+    close(sp.linalg.solve(x, b), np.linalg.solve(a, b))
+    close(sp.linalg.solve(x.T, b[:, 0]), np.linalg.solve(a.T, b[:, 0]))
+
+
+def test_singular_triangular_solve_is_numpys_error(local):
+    a = np.tril(RNG.standard_normal((80, 80)))
+    a[40, 40] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        sp.linalg.solve(sp.array(a), np.ones(80)).to_numpy()
+
+
 def test_tsqr_and_solve_on_ray(backend):
     q, r = sp.linalg.qr(sp.array(TALL, tiling="row"))
     np.testing.assert_allclose(q.to_numpy() @ r.to_numpy(), TALL, atol=1e-10)
