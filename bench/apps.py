@@ -11,7 +11,9 @@ of ``--repeats`` runs is reported; each system's result is compared with NumPy's
 before its time counts. Inputs are built once with NumPy and loaded into each system
 before timing (spartan: ``spartan.asarray`` + evaluate; Dask distributed: persisted on
 the workers). Peak memory is the largest growth of the resident memory of this process
-and all its child processes (Ray and Dask workers) during a system's timed runs.
+and all its child processes (Ray and Dask workers) during one extra, untimed run of
+each system (sampling the process tree takes the driver's GIL for a few milliseconds
+every 20 ms, which slowed the timed runs of Python-heavy drivers unevenly).
 Spartan's bytes moved between workers are measured by the workers
 (``spartan.stats()``) and set next to the optimizer's prediction for the last
 evaluated graph (``spartan.explain``).
@@ -625,15 +627,19 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     peaks: dict[str, int] = {s.name: 0 for s in active}
     for rep in range(repeats):
         for s in active:
-            with PeakMemory() as mem:
-                t0 = time.perf_counter()
-                s.run()
-                times[s.name].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            s.run()
+            times[s.name].append(time.perf_counter() - t0)
             log.info("%s %s run %d: %.3f s", w.name, s.name, rep + 1, times[s.name][-1])
-            peaks[s.name] = max(peaks[s.name], mem.growth)
-            if s.name == "spartan":
-                row.measured, row.predicted = s.bytes()
         log.info("%s: repeat %d/%d done", w.name, rep + 1, repeats)
+    # memory in one more run each: sampling the process tree (a few ms of the driver's
+    # GIL every 20 ms) would slow the timed runs of Python-heavy drivers unevenly
+    for s in active:
+        with PeakMemory() as mem:
+            s.run()
+        peaks[s.name] = mem.growth
+        if s.name == "spartan":
+            row.measured, row.predicted = s.bytes()
     for s in active:
         s.unload()
     row.seconds = {s.name: statistics.median(times[s.name]) for s in active}
@@ -737,7 +743,8 @@ def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
         f"command: `python bench/apps.py {' '.join(argv)}`. Rows measured by earlier runs stay.",
         "Seconds are medians of the repeats after a warm-up; `X/spartan` > 1 means spartan is",
         "faster; peak MB is the growth of resident memory of the process tree (driver and",
-        "workers); bytes moved are measured between spartan workers, `predicted` is the",
+        "workers) in one extra untimed run; bytes moved are measured between spartan workers",
+        "in that run, `predicted` is the",
         "optimizer's total for the last evaluated plan (`spartan.explain`).",
         "",
         PEER_NOTES.format(

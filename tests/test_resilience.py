@@ -44,6 +44,33 @@ def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
     np.testing.assert_allclose((x * 3).sum().item(), expected.sum() * 3)
 
 
+def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(ray_backend):
+    """Deleting arrays prunes the lineage log: records no live block descends from go
+    (with the object-store copies of put data); a live array's ancestors stay, so it is
+    still rebuilt after its worker dies."""
+    import gc
+
+    sp.backend.session.use(ray_backend)
+    src = np.arange(48.0).reshape(12, 4)
+    gone = sp.asarray(src * 10)
+    kept_input = sp.asarray(src)
+    kept = kept_input + 1
+    sp.evaluate(gone, kept)
+    gone_uid, input_uid = gone._expr.uid, kept_input._expr.uid
+    del kept_input  # its blocks go, but kept descends from them
+    del gone
+    gc.collect()
+    ray_backend._prune_at = 0  # prune at the next delete
+    sp.evaluate(sp.ones(3) * 2)  # any evaluation's clean-up deletes something
+    gc.collect()
+    uids = {key[0] for key, _ in ray_backend.lineage.made_by if isinstance(key, tuple)}
+    assert gone_uid not in uids
+    assert input_uid in uids
+    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    os.kill(pid, signal.SIGKILL)
+    np.testing.assert_array_equal(kept.to_numpy(), src + 1)
+
+
 def test_checkpoint_round_trip_into_a_new_session(tmp_path, local_backend):
     from spartan.backend.local import LocalBackend
 

@@ -54,6 +54,20 @@ class Lineage:
         seq = old.seq if old is not None else next(self._seq)
         self.made_by[(key, worker)] = Record(seq=seq, worker=worker, outputs=(key,), fn=load)
 
+    def prune(self, live: Iterable[tuple[Key, int]]) -> None:
+        """Forget the records no live block can need for a rebuild: those of deleted
+        blocks that no live block descends from. Their puts' values (the object-store
+        copies of arrays sent from the driver) are then freed."""
+        keep: set[tuple[Key, int]] = set()
+        stack = [pair for pair in live if pair in self.made_by]
+        while stack:
+            pair = stack.pop()
+            if pair in keep:
+                continue
+            keep.add(pair)
+            stack.extend(n for n in self.made_by[pair].needs if n in self.made_by)
+        self.made_by = {pair: rec for pair, rec in self.made_by.items() if pair in keep}
+
     def replay_plan(
         self, missing: set[tuple[Key, int]], exists: Callable[[Key, int], bool]
     ) -> list[Record]:

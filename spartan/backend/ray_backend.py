@@ -43,6 +43,8 @@ log = logging.getLogger("spartan")
 
 #: a busy worker's held tasks are sent once this many have collected
 HELD_MAX = 64
+#: the lineage log is first pruned when it holds this many blocks
+PRUNE_MIN = 1024
 #: task functions pickled to at most this many bytes travel inside the call
 INLINE_FN_BYTES = 16 * 1024
 
@@ -164,6 +166,7 @@ class RayBackend(Master):
         self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
+        self._prune_at = PRUNE_MIN
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
 
     def _start(self, index: int) -> Any:
@@ -405,6 +408,15 @@ class RayBackend(Master):
         )
 
     # ---- the rest of the API ---------------------------------------------------------------
+    def delete(self, keys: Sequence[Key]) -> None:
+        super().delete(keys)
+        # the log would otherwise keep every block's lineage, and every put's data in
+        # the object store, for the whole session; pruning is linear in the log, so it
+        # runs when the log has doubled since the last time
+        if len(self.lineage.made_by) > self._prune_at:
+            self.lineage.prune((k, w) for k, ws in self.where.items() for w in ws)
+            self._prune_at = 2 * len(self.lineage.made_by) + PRUNE_MIN
+
     def _delete(self, worker: int, keys: list[Key]) -> None:
         if ray.is_initialized() and self.actors:  # an actor call would start Ray again
             self.flush()  # the readers of these blocks go first
