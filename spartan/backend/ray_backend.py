@@ -409,11 +409,17 @@ class RayBackend(Master):
 
     # ---- the rest of the API ---------------------------------------------------------------
     def delete(self, keys: Sequence[Key]) -> None:
+        made = self.lineage.made_by
+        puts = any(
+            (rec := made.get((k, w))) is not None and rec.value is not None
+            for k in keys
+            for w in self.where.get(k, ())
+        )
         super().delete(keys)
         # the log would otherwise keep every block's lineage, and every put's data in
         # the object store, for the whole session; pruning is linear in the log, so it
-        # runs when the log has doubled since the last time
-        if len(self.lineage.made_by) > self._prune_at:
+        # runs when put data may be freed or the log has doubled since the last time
+        if puts or len(self.lineage.made_by) > self._prune_at:
             self.lineage.prune((k, w) for k, ws in self.where.items() for w in ws)
             self._prune_at = 2 * len(self.lineage.made_by) + PRUNE_MIN
 
