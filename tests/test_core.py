@@ -253,6 +253,26 @@ def test_row_product_finishes_output_tiles_in_its_join_tasks(backend):
     np.testing.assert_allclose(z.to_numpy(), x_np @ w_np)
 
 
+def test_update_axis_is_checked(local):
+    x = sp.ones((6, 2))
+
+    def rows(ext, xt):
+        return [(ext[0].rows, xt)]
+
+    def everywhere(ext, xt):
+        return [((slice(None),), np.full((6, 2), xt.sum()))]
+
+    with pytest.raises(np.exceptions.AxisError):
+        sp.join_update(rows, None, [x], [0], (6, 2), update_axis=2)
+    with pytest.raises(ValueError, match="joined along an axis"):
+        sp.join_update(rows, None, [x], [-1], (6, 2), update_axis=0)
+    got = sp.join_update(rows, None, [x], [0], (6, 2), update_axis=-2)
+    np.testing.assert_array_equal(got.to_numpy(), np.ones((6, 2)))
+    broken = sp.join_update(everywhere, np.add, [x], [0], (6, 2), update_axis=0)
+    with pytest.raises(ValueError, match="promised with update_axis"):
+        broken.to_numpy()
+
+
 def test_errors_are_numpy_errors_at_build_time(backend):
     x = sp.ones((3, 4))
     with pytest.raises(ValueError, match="broadcast"):

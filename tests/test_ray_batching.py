@@ -23,6 +23,16 @@ def _fail(x):
     raise ValueError("bad block")
 
 
+class _Unloadable:
+    """A task function that cannot be unpickled on the worker."""
+
+    def __call__(self, x):
+        return x
+
+    def __setstate__(self, state):
+        raise RuntimeError("cannot load on this worker")
+
+
 def _busy(be, tag, value):
     """Worker 0 holds ``(tag, "x") = value`` and is busy copying it to ``(tag, "slow")``."""
     be.put((tag, "x"), value, 0)
@@ -80,3 +90,18 @@ def test_failure_inside_a_held_batch_is_the_users_error(ray_backend):
     be.delete(
         [("fail", k) for k in ("x", "slow", "bad", "after")] + [("fail-next", i) for i in range(3)]
     )
+
+
+def test_unloadable_function_fails_only_its_own_task(ray_backend):
+    be = ray_backend
+    _busy(be, "load", np.zeros(2))
+    bad = _Unloadable()
+    bad.field = 1  # (a state to restore, so __setstate__ runs)
+    be.submit(0, bad, [("load", "x")], [("load", "bad")])
+    be.submit(0, _add_one, [("load", "x")], [("load", "ok")])  # independent of it
+    be.flush()
+    assert len(be._held.get(0, [])) == 2
+    with pytest.raises(RuntimeError, match="cannot load"):
+        be.wait()
+    np.testing.assert_array_equal(be.fetch(("load", "ok")), np.ones(2))
+    be.delete([("load", k) for k in ("x", "slow", "bad", "ok")])

@@ -71,6 +71,24 @@ def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(ray_
     np.testing.assert_array_equal(kept.to_numpy(), src + 1)
 
 
+def test_recovery_skips_outputs_deleted_while_pending(ray_backend):
+    """A pending task on a worker that dies, whose output was already deleted (and its
+    lineage pruned): nothing to rebuild for it, and the wait completes."""
+    be = ray_backend
+    be.put(("pend", "a"), np.arange(4.0), 1)
+    be.put(("pend", "p"), np.arange(4.0), 0)
+    be.wait()
+    pid = be._get([be.actors[1].pid.remote()])[0]
+    be.submit(1, _slow_double, [("pend", "a")], [("pend", "k")])
+    be.flush()
+    be.delete([("pend", "k")])
+    be.delete([("pend", "p")])  # deleting a put's block prunes the log
+    os.kill(pid, signal.SIGKILL)
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("pend", "a")), np.arange(4.0))
+    be.delete([("pend", "a")])
+
+
 def test_checkpoint_round_trip_into_a_new_session(tmp_path, local_backend):
     from spartan.backend.local import LocalBackend
 

@@ -64,9 +64,23 @@ class RayWorker(Worker):
 
     def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
-        if isinstance(fn, bytes):  # small functions travel pickled, inline
-            fn = pickle.loads(fn)
+        fn = self._load(fn, outputs)
+        if isinstance(fn, TaskFailed):
+            return fn
         return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
+
+    def _load(self, fn: Callable[..., Any] | bytes, outputs: Sequence[Key]) -> Any:
+        """A task function sent pickled (small ones travel inline); one that cannot be
+        unpickled here fails its task like a raising function, not the whole call."""
+        if not isinstance(fn, bytes):
+            return fn
+        try:
+            return pickle.loads(fn)
+        except Exception as error:  # noqa: BLE001 -- e.g. a module this node lacks
+            failed = TaskFailed(error.with_traceback(None))
+            for key in outputs:
+                self._set(key, failed)
+            return failed
 
     def run_batch(self, spec: bytes, *fns: Callable[..., Any]) -> TaskFailed | None:
         """Tasks that read only this worker's blocks, and deletes (key lists), in
@@ -78,8 +92,11 @@ class RayWorker(Worker):
                 self.delete(step)
                 continue
             fn, inputs, outputs, tag = step
-            fn = pickle.loads(fn) if isinstance(fn, bytes) else fns[fn]
-            result = self.run(fn, inputs, outputs, False, (), (), tag)
+            fn = self._load(fn if isinstance(fn, bytes) else fns[fn], outputs)
+            if isinstance(fn, TaskFailed):
+                result = fn
+            else:
+                result = self.run(fn, inputs, outputs, False, (), (), tag)
             if failed is None and isinstance(result, TaskFailed):
                 failed = result
         return failed
@@ -385,7 +402,8 @@ class RayBackend(Master):
         missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
         for _, rec in pending:  # interrupted tasks that read from a dead worker
             if rec.worker in gone or any(w in gone for _, w in rec.needs):
-                missing.update((k, rec.worker) for k in rec.outputs)
+                # outputs deleted meanwhile are not wanted (their lineage may be pruned)
+                missing.update((k, rec.worker) for k in rec.outputs if k in self.where)
         known = set(self.where)
 
         def exists(key: Key, w: int) -> bool:

@@ -142,6 +142,11 @@ class _JoinTask:
                     dst.append(slice(first, stop if stop >= 0 else None, step))
                     src.append(slice(k_lo, k_hi))
                 idx = tuple(run[0] for run in combo)
+                if idx not in per_tile:
+                    raise ValueError(
+                        f"join_update: an update at {loc!r} leaves the rows its group "
+                        "promised with update_axis"
+                    )
                 per_tile[idx].append((tuple(dst), contiguous(upd[tuple(src)])))
         out = tuple(
             self.finish[t](per_tile[t]) if t in self.finish else per_tile[t] for t in self.targets
@@ -207,6 +212,12 @@ class JoinUpdate(Expr):
         self.axes, self.fill = tuple(axes), fill
         self.ninputs = len(inputs)
         self.has_base = base is not None
+        if update_axis is not None:
+            if all(a < 0 for a in axes):
+                raise ValueError("join_update: update_axis needs an input joined along an axis")
+            if not -len(shape) <= update_axis < len(shape):
+                raise np.exceptions.AxisError(update_axis, len(shape))
+            update_axis %= len(shape)
         self.groups = groups
         self.name = name
         #: a promise that each group's updates stay within the output range, along this
