@@ -178,6 +178,8 @@ class RayBackend(Master):
         self._refs: dict[int, ray.ObjectRef] = {}
         #: per worker: local tasks (Records) and deletes (key lists) not sent yet
         self._held: dict[int, list[Record | list[Key]]] = {}
+        #: workers whose held calls are being sent (see :meth:`_release`)
+        self._sending: set[int] = set()
         #: per worker: the last call sent to it, to tell whether it is still busy
         self._last: dict[int, ray.ObjectRef] = {}
         self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
@@ -282,6 +284,13 @@ class RayBackend(Master):
         held = self._held.pop(worker, None)
         if not held:
             return
+        self._sending.add(worker)  # a delete the garbage collector makes meanwhile waits
+        try:
+            self._send_held(worker, held)
+        finally:
+            self._sending.discard(worker)
+
+    def _send_held(self, worker: int, held: list[Record | list[Key]]) -> None:
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
@@ -444,8 +453,8 @@ class RayBackend(Master):
     def _delete(self, worker: int, keys: list[Key]) -> None:
         if ray.is_initialized() and self.actors:  # an actor call would start Ray again
             self.flush()  # the readers of these blocks go first
-            if worker in self._held:  # after the held readers, in the same call
-                self._held[worker].append(keys)
+            if worker in self._held or worker in self._sending:  # after the held readers
+                self._held.setdefault(worker, []).append(keys)
             else:
                 self._last[worker] = self.actors[worker].delete.remote(keys)
 
