@@ -277,7 +277,7 @@ class RayBackend(Master):
                 or len(held) >= HELD_MAX
                 or ray.wait([last], timeout=0, fetch_local=False)[0]
             ):
-                self._release(w)  # (a no-op if a delete from the GC sent them already)
+                self._release(w)  # (a no-op if a nested flush sent them already)
 
     def _release(self, worker: int) -> None:
         """Send the tasks and deletes held for ``worker``, as one call when several."""
