@@ -64,23 +64,20 @@ class RayWorker(Worker):
 
     def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
-        fn = self._load(fn, outputs)
-        if isinstance(fn, TaskFailed):
-            return fn
-        return self.run(fn, inputs, outputs, want_result, remote, nodes, tag)
+        return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
 
-    def _load(self, fn: Callable[..., Any] | bytes, outputs: Sequence[Key]) -> Any:
-        """A task function sent pickled (small ones travel inline); one that cannot be
-        unpickled here fails its task like a raising function, not the whole call."""
-        if not isinstance(fn, bytes):
-            return fn
-        try:
-            return pickle.loads(fn)
-        except Exception as error:  # noqa: BLE001 -- e.g. a module this node lacks
-            failed = TaskFailed(error.with_traceback(None))
-            for key in outputs:
-                self._set(key, failed)
-            return failed
+    def _run_sent(self, fn: Callable[..., Any] | bytes, inputs, outputs, *rest: Any) -> Any:  # noqa: ANN001
+        """:meth:`Worker.run` for a function as sent (small ones travel pickled); one that
+        cannot be unpickled here fails its task like a raising function, not the call."""
+        if isinstance(fn, bytes):
+            try:
+                fn = pickle.loads(fn)
+            except Exception as error:  # noqa: BLE001 -- e.g. a module this node lacks
+                failed = TaskFailed(error.with_traceback(None))
+                for key in outputs:
+                    self._set(key, failed)
+                return failed
+        return self.run(fn, inputs, outputs, *rest)
 
     def run_batch(self, spec: bytes, *fns: Callable[..., Any]) -> TaskFailed | None:
         """Tasks that read only this worker's blocks, and deletes (key lists), in
@@ -92,11 +89,8 @@ class RayWorker(Worker):
                 self.delete(step)
                 continue
             fn, inputs, outputs, tag = step
-            fn = self._load(fn if isinstance(fn, bytes) else fns[fn], outputs)
-            if isinstance(fn, TaskFailed):
-                result = fn
-            else:
-                result = self.run(fn, inputs, outputs, False, (), (), tag)
+            fn = fn if isinstance(fn, bytes) else fns[fn]
+            result = self._run_sent(fn, inputs, outputs, False, (), (), tag)
             if failed is None and isinstance(result, TaskFailed):
                 failed = result
         return failed
@@ -296,7 +290,7 @@ class RayBackend(Master):
             if isinstance(item, Record):
                 self._send(item)
             else:
-                self._last[worker] = self.actors[worker].delete.remote(item)
+                self._send_delete(worker, item)
             return
         refs: dict[ray.ObjectRef, int] = {}  # functions too big to inline, by position
         steps = [
@@ -456,7 +450,10 @@ class RayBackend(Master):
             if worker in self._held or worker in self._sending:  # after the held readers
                 self._held.setdefault(worker, []).append(keys)
             else:
-                self._last[worker] = self.actors[worker].delete.remote(keys)
+                self._send_delete(worker, keys)
+
+    def _send_delete(self, worker: int, keys: list[Key]) -> None:
+        self._last[worker] = self.actors[worker].delete.remote(keys)
 
     def worker_memory(self) -> list[int]:
         self._release_all()  # queued puts count

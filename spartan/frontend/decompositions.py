@@ -164,6 +164,10 @@ def _zero_above_diagonal(a: Any, step: int = 256) -> bool:
     return True
 
 
+#: smaller systems are solved by LU without looking for a triangle
+TRIANGULAR_CHECK_MIN = 64
+
+
 def solve_dense(a: Any, b: Any) -> Any:
     """:func:`numpy.linalg.solve` for one square ``a``, but a triangular ``a`` (a
     Cholesky factor, or its transpose) is solved by substitution, as MATLAB's
@@ -173,10 +177,6 @@ def solve_dense(a: Any, b: Any) -> Any:
             if _zero_above_diagonal(m):
                 return _solve_triangular(a, b, lower)
     return np.linalg.solve(a, b)
-
-
-#: smaller systems are solved by LU without looking for a triangle
-TRIANGULAR_CHECK_MIN = 64
 
 
 def blocked_cholesky(a: Array, block: int) -> Array:

@@ -307,7 +307,9 @@ class JoinUpdate(Expr):
             local = all(p.worker == w for r in regions for p in r.pieces)
             batch = w if self.f_accum is not None or local else (w, g)
             per_worker.setdefault(batch, []).append((w, regions, extents))
-        fed = self._fed_tiles(tiles, per_worker, targets)
+        # each output tile's (box, worker); none when it is replicated on every worker
+        placed = {} if out_tiling.replicated else {t: (box, tw) for t, box, tw in tiles.tiles()}
+        fed = self._fed_tiles(placed, per_worker, targets)
         feeders: dict[tuple[int, ...], list] = {t: [] for t in targets}
         for b in per_worker:
             for t in fed[b]:
@@ -316,9 +318,9 @@ class JoinUpdate(Expr):
             w = items[0][0]
             # a tile of this worker fed by this task alone is finished by it
             finish = {
-                t: _Accumulate(self.f_accum, box, self.dtype, self.fill, False)
-                for t, box, tw in tiles.tiles()
-                if not self.has_base and not out_tiling.replicated and tw == w and feeders[t] == [b]
+                t: _Accumulate(self.f_accum, placed[t][0], self.dtype, self.fill, False)
+                for t in fed[b]
+                if not self.has_base and t in placed and placed[t][1] == w and feeders[t] == [b]
             }
             keys = [tiles.key(t) if t in finish else (self.uid, "upd", b, t) for t in fed[b]]
             task = _JoinTask(
@@ -349,11 +351,11 @@ class JoinUpdate(Expr):
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
         self.data = tiles
 
-    def _fed_tiles(self, tiles: Any, per_worker: dict, targets: list) -> dict[Any, list]:
+    def _fed_tiles(self, placed: dict, per_worker: dict, targets: list) -> dict[Any, list]:
         """The output tiles each join task may update: all of them, unless
         ``update_axis`` says which rows each group's updates stay within."""
         ua = self.update_axis
-        if ua is None or tiles.tiling.replicated:
+        if ua is None or not placed:
             return {b: targets for b in per_worker}
         i, a = next((i, a) for i, a in enumerate(self.axes) if a >= 0)
         fed = {}
@@ -361,7 +363,7 @@ class JoinUpdate(Expr):
             spans = [extents[i].box[a] for _, _, extents in items]
             fed[b] = [
                 t
-                for t, box, _ in tiles.tiles()
+                for t, (box, _) in placed.items()
                 if any(lo < box[ua][1] and box[ua][0] < hi for lo, hi in spans)
             ]
         return fed

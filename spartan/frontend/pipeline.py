@@ -256,13 +256,7 @@ def _reads_rows(reader: Expr, c: Expr, index: int, sink: bool) -> bool:
 def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
     """View axis ``axis`` is the base's axis 0, whole and in order."""
     a = vm.axes[axis]
-    return (
-        a.base == 0
-        and a.start == 0
-        and a.step == 1
-        and a.count == base_rows
-        and all(b != 0 for b, _ in vm.fixed)
-    )
+    return a.base == 0 and a.whole((base_rows,)) and all(b != 0 for b, _ in vm.fixed)
 
 
 def _aligned(reader: Expr, c: Expr) -> bool:

@@ -85,26 +85,14 @@ def common_transpose(operands: list[Any]) -> tuple[int, ...] | None:
     Mapping over the bases and transposing the result reads every tile in its stored
     order (strided reads of transposed blocks cost several times more) and leaves a
     view that a product can read by the base's rows."""
-    perms = set()
-    shapes = set()
+    seen = set()
     for o in operands:
-        if not isinstance(o, Expr):
-            continue
-        vm = o.vm if o.is_view else None
-        if vm is None or vm.fixed or len(vm.axes) != vm.base_ndim:
-            return None
-        base_shape = o.base.shape
-        if any(
-            a.base is None or a.start != 0 or a.step != 1 or a.count != base_shape[a.base]
-            for a in vm.axes
-        ):
-            return None
-        perms.add(tuple(a.base for a in vm.axes))
-        shapes.add(base_shape)
-    if len(perms) != 1 or len(shapes) != 1:
-        return None
-    perm = perms.pop()
-    return None if perm == tuple(range(len(perm))) else perm
+        if isinstance(o, Expr):
+            perm = o.vm.whole_transpose(o.base.shape) if o.is_view else None
+            if perm is None:
+                return None
+            seen.add((perm, o.base.shape))
+    return seen.pop()[0] if len(seen) == 1 else None
 
 
 def apply(ufunc: np.ufunc, args: tuple, **kwargs: Any) -> Any:

@@ -30,6 +30,15 @@ class Axis:
     step: int = 1
     count: int = 1
 
+    def whole(self, base_shape: Sequence[int]) -> bool:
+        """A base axis read whole and in order."""
+        return (
+            self.base is not None
+            and self.start == 0
+            and self.step == 1
+            and self.count == base_shape[self.base]
+        )
+
 
 @dataclass(frozen=True)
 class ViewMap:
@@ -138,6 +147,16 @@ class ViewMap:
         for ax, idx in self.fixed:
             sel[ax] = (idx, 1, 1, True)
         return tuple(s if s is not None else (0, 1, 1, False) for s in sel)
+
+    def whole_transpose(self, base_shape: Sequence[int]) -> tuple[int, ...] | None:
+        """The axis order when this view is the whole base with its axes reordered (no
+        slicing, dropped or new axes), as ``x.T``; None otherwise, or for no reordering."""
+        if self.fixed or len(self.axes) != self.base_ndim:
+            return None
+        if not all(a.whole(base_shape) for a in self.axes):
+            return None
+        order = tuple(a.base for a in self.axes)
+        return None if order == tuple(range(len(order))) else order
 
     def perm(self) -> tuple[int, ...] | None:
         """Order of the kept base axes as they appear in the view (None if unchanged)."""
