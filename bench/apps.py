@@ -775,6 +775,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=CORES, help="spartan workers")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-save", action="store_true", help=f"do not update {RESULTS.name}")
+    p.add_argument(
+        "--driver-keeps-freed",
+        action="store_true",
+        help="this process (NumPy, Dask threaded, spartan's driver) keeps freed memory "
+        "for reuse as spartan's workers do (spartan.backend.heap); not the peers' default",
+    )
     args = p.parse_args(argv)
     workloads = _workloads(args.quick)
     if args.list:
@@ -784,6 +790,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     log.setLevel(logging.INFO)
+    if args.driver_keeps_freed:
+        from spartan.backend.heap import DEFAULT_KEEP_MAX, keep_freed_memory
+
+        log.info("driver keeps freed memory: %s", keep_freed_memory(DEFAULT_KEEP_MAX))
     os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
     import ray
 

@@ -36,6 +36,10 @@ class Config:
     strict_optimizer: bool = bool(os.environ.get("SPARTAN_STRICT_OPTIMIZER"))
     #: memory one worker may use, in bytes (None: a share of the machine's available memory)
     worker_memory_bytes: int | None = None
+    #: freed memory a Ray worker keeps for its next blocks, in bytes (None: an eighth of
+    #: its share of the node's memory, at most 1 GB; 0: return it, as malloc does);
+    #: see :mod:`spartan.backend.heap`. Read when the workers start.
+    worker_keep_freed_bytes: int | None = None
     #: directory for periodic checkpoints of evaluated tiles (None: off)
     checkpoint_dir: str | None = os.environ.get("SPARTAN_CHECKPOINT_DIR")
     #: seconds between periodic checkpoints

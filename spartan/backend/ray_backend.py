@@ -35,9 +35,11 @@ from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations 
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend.base import Key, Piece
+from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
 from spartan.backend.worker import TaskFailed, Worker
+from spartan.config import config
 
 log = logging.getLogger("spartan")
 
@@ -59,8 +61,13 @@ LOSS_ERRORS = (
 class RayWorker(Worker):
     """:class:`Worker` as a Ray actor: remote pieces arrive as resolved arguments."""
 
-    def __init__(self, index: int, device: str = "cpu") -> None:
+    def __init__(
+        self, index: int, device: str = "cpu", keep_freed: int | None = 0, peers: int = 1
+    ) -> None:
+        """``keep_freed``: bytes of freed memory kept for reuse (None: the default for
+        ``peers`` workers on this node); see :mod:`spartan.backend.heap`."""
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
+        keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
 
     def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
         inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
@@ -183,7 +190,8 @@ class RayBackend(Master):
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
 
     def _start(self, index: int) -> Any:
-        strategy = NodeAffinitySchedulingStrategy(self.slots[index], soft=True)
+        node = self.slots[index]
+        strategy = NodeAffinitySchedulingStrategy(node, soft=True)
         return (
             ray.remote(RayWorker)
             .options(
@@ -192,7 +200,7 @@ class RayBackend(Master):
                 scheduling_strategy=strategy,
                 max_restarts=0,
             )
-            .remote(index, self.device)
+            .remote(index, self.device, config.worker_keep_freed_bytes, self.slots.count(node))
         )
 
     # ---- transport --------------------------------------------------------------------
@@ -490,8 +498,6 @@ def _interactive() -> bool:
 def _await_with_progress(refs: list[Any]) -> None:
     """Wait for ``refs``; after ``config.progress_after`` seconds show a progress bar
     (interactive) or log lines (scripts) counting finished tasks."""
-    from spartan.config import config
-
     if config.progress_after is None or not refs:
         return
     ready, rest = ray.wait(refs, num_returns=len(refs), timeout=config.progress_after)
