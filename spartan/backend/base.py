@@ -55,6 +55,13 @@ class Region:
 Input = Key | Region
 
 
+def remote_pieces(worker: int, inputs: Sequence[Any]) -> list[Piece]:
+    """The pieces a task on ``worker`` fetches from other workers, in input order."""
+    return [
+        p for inp in inputs if isinstance(inp, Region) for p in inp.pieces if p.worker != worker
+    ]
+
+
 @dataclass
 class Stats:
     """Counters summed over workers (see :meth:`Backend.stats`)."""

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spartan.backend.base import Input, Key, Piece, Region, Stats
+from spartan.backend.base import Input, Key, Piece, Region, Stats, remote_pieces
 
 
 class Master(ABC):
@@ -48,13 +48,6 @@ class Master(ABC):
             out.append(inp if src == worker else Region(None, None, (Piece(src, inp, (), ()),)))
         return out
 
-    @staticmethod
-    def _remote_pieces(worker: int, inputs: Sequence[Any]) -> list[Piece]:
-        """The pieces a task on ``worker`` fetches from other workers, in input order."""
-        return [
-            p for inp in inputs if isinstance(inp, Region) for p in inp.pieces if p.worker != worker
-        ]
-
     # ---- API --------------------------------------------------------------------------
     def put(self, key: Key, value: Any, worker: int) -> None:
         self._put(key, value, worker)
@@ -79,7 +72,7 @@ class Master(ABC):
             inputs,
             list(outputs),
             want_result,
-            self._remote_pieces(worker, inputs),
+            remote_pieces(worker, inputs),
         )
         return handle
 

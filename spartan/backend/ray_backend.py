@@ -2,7 +2,9 @@
 
 A task's remote pieces are ``owner.get_piece.remote(...)`` refs passed straight into
 ``receiver.run_task.remote(...)``, so tile data moves worker-to-worker through Ray's
-object store and the driver never blocks while building the task graph. Calls from
+object store and the driver never blocks while building the task graph. A block sent
+from the driver already lies in the object store: a reader on its node gets the whole
+block there, mapped without a copy, and cuts its piece itself. Calls from
 the driver to one actor run in submission order, so a piece requested after the task
 that writes its block sees that block. The tasks of one operator are held until
 :meth:`RayBackend.flush`: pieces of blocks that already exist are requested first, so
@@ -34,11 +36,11 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend.base import Key, Piece
+from spartan.backend.base import Key, Piece, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
-from spartan.backend.worker import TaskFailed, Worker
+from spartan.backend.worker import TaskFailed, Worker, take
 from spartan.config import config
 
 log = logging.getLogger("spartan")
@@ -70,7 +72,15 @@ class RayWorker(Worker):
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
 
     def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
-        inputs, outputs, want_result, nodes, tag = pickle.loads(spec)
+        """``remote`` holds the remote pieces' data; where ``whole`` says so, the whole
+        block in this node's object store, which this worker cuts the piece from."""
+        inputs, outputs, want_result, nodes, tag, whole = pickle.loads(spec)
+        if any(whole):
+            pieces = remote_pieces(self.index, inputs)
+            remote = tuple(
+                take(part, p.src, p.perm) if w else part
+                for part, p, w in zip(remote, pieces, whole)
+            )
         return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
 
     def _run_sent(self, fn: Callable[..., Any] | bytes, inputs, outputs, *rest: Any) -> Any:  # noqa: ANN001
@@ -256,14 +266,16 @@ class RayBackend(Master):
         queued, self._queued = self._queued, []
         made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
         remote = {
-            rec.seq: self._remote_pieces(rec.worker, rec.inputs)
-            for rec in queued
-            if rec.fn is not None
+            rec.seq: remote_pieces(rec.worker, rec.inputs) for rec in queued if rec.fn is not None
         }
         # 1. pieces of blocks made before: requested ahead of the tasks
         early = {
-            seq: [None if (p.key, p.worker) in made_here else self._get_piece(p) for p in ps]
-            for seq, ps in remote.items()
+            rec.seq: [
+                None if (p.key, p.worker) in made_here else self._get_piece(p, rec.worker)
+                for p in remote[rec.seq]
+            ]
+            for rec in queued
+            if rec.fn is not None
         }
         for rec in queued:  # 2. the tasks in order; other pieces after their producers
             if rec.fn is not None and not remote[rec.seq] and not rec.want_result:
@@ -321,32 +333,47 @@ class RayBackend(Master):
         for w in list(self._held):
             self._release(w)
 
-    def _get_piece(self, p: Piece) -> ray.ObjectRef:
+    def _get_piece(self, p: Piece, reader: int) -> tuple[ray.ObjectRef, bool]:
+        """A ref to piece ``p``'s data for a task on worker ``reader``, and whether it is
+        the whole block: a block sent from the driver lies in the object store, where a
+        reader on the same node maps it without a copy; else its owner copies the piece.
+        """
+        made = self.lineage.made_by.get((p.key, p.worker))
+        if (
+            made is not None
+            and made.value is not None
+            and self.nodes[p.worker] == self.nodes[reader]
+        ):
+            return made.value, True
         self._release(p.worker)  # the block may come from a held task
-        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm)
+        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
 
     def _send(
         self,
         rec: Record,
         remote: list[Piece] | None = None,
-        early: list[ray.ObjectRef | None] | None = None,
+        early: list[tuple[ray.ObjectRef, bool] | None] | None = None,
     ) -> ray.ObjectRef:
-        """Send one put or task; ``early`` holds refs of its remote pieces requested
-        already (None where not)."""
+        """Send one put or task; ``early`` holds its remote pieces requested already
+        (:meth:`_get_piece`; None where not)."""
         actor = self.actors[rec.worker]
         if rec.fn is None:  # a put
             ref = actor.put.remote(rec.outputs[0], rec.value)
         else:
             if remote is None:
-                remote = self._remote_pieces(rec.worker, rec.inputs)
+                remote = remote_pieces(rec.worker, rec.inputs)
             early = early or [None] * len(remote)
-            refs = [r if r is not None else self._get_piece(p) for p, r in zip(remote, early)]
+            got = [
+                e if e is not None else self._get_piece(p, rec.worker)
+                for p, e in zip(remote, early)
+            ]
             nodes = [self.nodes[p.worker] for p in remote]
-            # one pickled spec instead of five arguments: Ray serializes each apart
+            whole = tuple(w for _, w in got)
+            # one pickled spec instead of six arguments: Ray serializes each apart
             spec = pickle.dumps(
-                (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag), protocol=5
+                (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole), protocol=5
             )
-            ref = actor.run_task.remote(rec.fn, spec, *refs)
+            ref = actor.run_task.remote(rec.fn, spec, *(r for r, _ in got))
             if rec.want_result:
                 self._refs[rec.seq] = ref
         self._last[rec.worker] = ref

@@ -1,0 +1,45 @@
+"""Pieces of blocks sent from the driver are read in place from the object store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spartan.backend.base import Piece, Region
+
+pytest.importorskip("ray")
+
+
+def _copy(x):
+    return np.array(x)
+
+
+def _region(key, src, perm, shape):
+    return Region(shape, np.dtype(float), (Piece(0, key, src, (), perm),))
+
+
+def test_put_block_travels_whole_and_the_reader_cuts_its_piece(ray_backend):
+    be = ray_backend
+    x = np.arange(48.0).reshape(6, 8)
+    be.put(("pc", "x"), x, 0)
+    piece = Piece(0, ("pc", "x"), (slice(1, 5), slice(2, 5)), (), (1, 0))
+    assert be._get_piece(piece, 1)[1] is True  # same node: no copy by worker 0
+    be.reset_stats()
+    be.submit(1, _copy, [_region(("pc", "x"), piece.src, piece.perm, (3, 4))], [("pc", "y")])
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("pc", "y")), x[1:5, 2:5].T)
+    # what counts as moved is the piece, not the block it was cut from
+    assert be.stats().bytes_moved == x[1:5, 2:5].nbytes
+    be.delete([("pc", "x"), ("pc", "y")])
+
+
+def test_computed_block_is_copied_by_its_owner(ray_backend):
+    be = ray_backend
+    be.put(("pc2", "x"), np.arange(6.0), 0)
+    be.submit(0, _copy, [("pc2", "x")], [("pc2", "c")])
+    piece = Piece(0, ("pc2", "c"), (slice(2, 4),), ())
+    assert be._get_piece(piece, 1)[1] is False
+    be.submit(1, _copy, [_region(("pc2", "c"), piece.src, None, (2,))], [("pc2", "y")])
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("pc2", "y")), [2.0, 3.0])
+    be.delete([("pc2", "x"), ("pc2", "c"), ("pc2", "y")])
