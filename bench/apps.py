@@ -10,7 +10,10 @@ rebound to each array module), alternating systems, after a warm-up, and the med
 of ``--repeats`` runs is reported; each system's result is compared with NumPy's
 before its time counts. Inputs are built once with NumPy and loaded into each system
 before timing (spartan: ``spartan.asarray`` + evaluate; Dask distributed: persisted on
-the workers). Peak memory is the largest growth of the resident memory of this process
+the workers). This process keeps freed memory for reuse, as spartan's workers do
+(``--default-malloc`` to not): on a VM that hands freed pages back to the hypervisor,
+fresh memory costs up to 10x to touch, and NumPy or Dask in this process would pay
+that alone. Peak memory is the largest growth of the resident memory of this process
 and all its child processes (Ray and Dask workers) during one extra, untimed run of
 each system (sampling the process tree takes the driver's GIL for a few milliseconds
 every 20 ms, which slowed the timed runs of Python-heavy drivers unevenly).
@@ -776,10 +779,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-save", action="store_true", help=f"do not update {RESULTS.name}")
     p.add_argument(
-        "--driver-keeps-freed",
+        "--default-malloc",
         action="store_true",
-        help="this process (NumPy, Dask threaded, spartan's driver) keeps freed memory "
-        "for reuse as spartan's workers do (spartan.backend.heap); not the peers' default",
+        help="leave this process's malloc as it is; by default this process (NumPy, Dask "
+        "threaded, spartan's driver) keeps freed memory for reuse as spartan's workers do "
+        "(spartan.backend.heap), so that no system pays for the VM's fresh pages alone",
     )
     args = p.parse_args(argv)
     workloads = _workloads(args.quick)
@@ -790,10 +794,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     log.setLevel(logging.INFO)
-    if args.driver_keeps_freed:
+    if not args.default_malloc:
         from spartan.backend.heap import DEFAULT_KEEP_MAX, keep_freed_memory
 
-        log.info("driver keeps freed memory: %s", keep_freed_memory(DEFAULT_KEEP_MAX))
+        log.info("this process keeps freed memory: %s", keep_freed_memory(DEFAULT_KEEP_MAX))
     os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
     import ray
 
