@@ -10,10 +10,10 @@ rebound to each array module), alternating systems, after a warm-up, and the med
 of ``--repeats`` runs is reported; each system's result is compared with NumPy's
 before its time counts. Inputs are built once with NumPy and loaded into each system
 before timing (spartan: ``spartan.asarray`` + evaluate; Dask distributed: persisted on
-the workers). This process keeps freed memory for reuse, as spartan's workers do
-(``--default-malloc`` to not): on a VM that hands freed pages back to the hypervisor,
-fresh memory costs up to 10x to touch, and NumPy or Dask in this process would pay
-that alone. Peak memory is the largest growth of the resident memory of this process
+the workers). Every process (this one, Dask's workers, the ceiling's actors) keeps freed
+memory for reuse, as spartan's workers do (``--default-malloc`` to not): on a VM that
+hands freed pages back to the hypervisor, fresh memory costs up to 10x to touch, and
+the other systems would pay that alone. Peak memory is the largest growth of the resident memory of this process
 and all its child processes (Ray and Dask workers) during one extra, untimed run of
 each system (sampling the process tree takes the driver's GIL for a few milliseconds
 every 20 ms, which slowed the timed runs of Python-heavy drivers unevenly).
@@ -51,6 +51,8 @@ import psutil  # noqa: E402
 
 log = logging.getLogger("spartan")
 RESULTS = ROOT / "bench" / "results" / "apps.md"
+#: freed memory every process of every system keeps for reuse (main sets it)
+KEEP_FREED = 0
 CORES = os.cpu_count() or 1
 GB = 1e9
 
@@ -320,7 +322,10 @@ def _workloads(quick: bool) -> list[Workload]:
 class HalfOfTheData:
     """A Ray actor holding a contiguous share of the rows: the hand-written ceiling."""
 
-    def __init__(self, *parts: numpy.ndarray) -> None:
+    def __init__(self, keep_freed: int, *parts: numpy.ndarray) -> None:
+        from spartan.backend.heap import keep_freed_memory
+
+        keep_freed_memory(keep_freed)
         self.parts = parts
 
     def fused(self) -> float:
@@ -354,7 +359,7 @@ class Ceiling:
         actor = ray.remote(HalfOfTheData).options(num_cpus=0)
         bounds = numpy.linspace(0, self.n, CORES + 1).astype(int)
         self.actors = [
-            actor.remote(*[ray.put(numpy.ascontiguousarray(a[lo:hi])) for a in inputs])
+            actor.remote(KEEP_FREED, *[ray.put(numpy.ascontiguousarray(a[lo:hi])) for a in inputs])
             for lo, hi in zip(bounds[:-1], bounds[1:])
         ]
         self.first_rows = inputs[0][: params[0]].copy() if kind == "kmeans" else inputs[0][:1]
@@ -471,6 +476,9 @@ class DaskSystem(System):
                 n_workers=CORES, threads_per_worker=1, processes=True, dashboard_address=None
             )
             self.client = Client(cluster)
+            from spartan.backend.heap import keep_freed_memory
+
+            self.client.run(keep_freed_memory, KEEP_FREED)
             self.name = "dask-dist"
         else:
             self.name = "dask"
@@ -781,8 +789,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--default-malloc",
         action="store_true",
-        help="leave this process's malloc as it is; by default this process (NumPy, Dask "
-        "threaded, spartan's driver) keeps freed memory for reuse as spartan's workers do "
+        help="leave malloc as it is in this process, Dask's workers and the ceiling's "
+        "actors; by default they keep freed memory for reuse as spartan's workers do "
         "(spartan.backend.heap), so that no system pays for the VM's fresh pages alone",
     )
     args = p.parse_args(argv)
@@ -797,7 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.default_malloc:
         from spartan.backend.heap import DEFAULT_KEEP_MAX, keep_freed_memory
 
-        log.info("this process keeps freed memory: %s", keep_freed_memory(DEFAULT_KEEP_MAX))
+        global KEEP_FREED
+        KEEP_FREED = DEFAULT_KEEP_MAX
+        log.info("every process keeps freed memory: %s", keep_freed_memory(KEEP_FREED))
     os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
     import ray
 
