@@ -265,3 +265,26 @@ def test_maps_of_transposes_match_numpy(backend, tiling, program):
     x, y = rng.random((7, 5)), rng.random((7, 5))
     got = program(sp, sp.asarray(x, tiling=tiling), sp.asarray(y, tiling=tiling))
     numpy.testing.assert_allclose(got.to_numpy(), program(numpy, x, y), rtol=1e-12)
+
+
+def test_gram_of_a_map_computes_each_chunk_once(local, tiling, monkeypatch):
+    """``Y.T @ Y`` with ``Y`` pipelined: both sides of a chunk are one computed array
+    (NumPy's BLAS then does a rank-k update, half a general product's work)."""
+    from spartan.frontend import pipeline
+
+    rows, run_rows = [], pipeline.run_rows
+
+    def counted(tree, blocks, lo, hi, first):
+        if tree[0] == "map":
+            rows.append(hi - lo)
+        return run_rows(tree, blocks, lo, hi, first)
+
+    monkeypatch.setattr(pipeline, "run_rows", counted)
+    X = numpy.random.default_rng(4).random((29, 6))
+    Y = sp.asarray(X, tiling=tiling) - 0.5
+    G = Y.T @ Y
+    sp.evaluate(G)
+    numpy.testing.assert_allclose(G.to_numpy(), (X - 0.5).T @ (X - 0.5), rtol=1e-12)
+    if tiling != "dup":
+        assert Y._expr.data is None
+        assert sum(rows) == X.shape[0]  # every row computed once, not once per side

@@ -375,8 +375,11 @@ class ChunkedJoin:
         layout: Sequence[tuple[Tree, tuple[bool, ...]] | None],
         axes: Sequence[int],
         rows: int,
+        twins: dict[int, int] | None = None,
     ) -> None:
         self.layout, self.axes, self.rows = list(layout), tuple(axes), rows
+        #: input -> the pipelined input whose chunk, transposed, is its chunk
+        self.twins = dict(twins or {})
 
     @classmethod
     def of(cls, inputs: Sequence[RowInput], join: Any, chunk_bytes: int) -> ChunkedJoin:
@@ -390,7 +393,7 @@ class ChunkedJoin:
             else:
                 layout.append(None)
                 row_bytes += x.nbytes // x.shape[a] if a >= 0 and x.shape[a] else 0
-        return cls(layout, join.axes, chunk_rows(row_bytes, chunk_bytes))
+        return cls(layout, join.axes, chunk_rows(row_bytes, chunk_bytes), _twins(join, by_index))
 
     @property
     def nblocks(self) -> int:
@@ -415,21 +418,41 @@ class ChunkedJoin:
         for lo in range(0, n, step):
             hi = min(n, lo + step)
             chunk, exts = [], []
-            for spec, ext, a, bs in zip(self.layout, extents, self.axes, parts):
+            for i, (spec, ext, a, bs) in enumerate(zip(self.layout, extents, self.axes, parts)):
                 if a < 0:
                     chunk.append(bs[0])
                     exts.append(ext)
                     continue
                 first = ext.box[a][0]
-                if spec is None:
+                if i in self.twins:
+                    chunk.append(None)  # below, once its twin's chunk exists
+                elif spec is None:
                     chunk.append(bs[0][(slice(None),) * a + (slice(lo, hi),)])
                 else:
                     chunk.append(run_rows(spec[0], bs, lo, hi, first))
                 box = list(ext.box)
                 box[a] = (first + lo, first + hi)
                 exts.append(Extent(tuple(box)))
+            for i, j in self.twins.items():
+                chunk[i] = chunk[j].T
             out.extend(f_join(tuple(exts), *chunk) or ())
         return out
+
+
+def _twins(join: Any, pipelined: dict[int, RowInput]) -> dict[int, int]:
+    """Pipelined 2-d inputs that are the whole transpose of another pipelined input
+    (``Xc.T @ Xc``): their chunk is the other's chunk transposed, computed once, and the
+    product sees one buffer twice (NumPy's BLAS then computes half: a rank-k update)."""
+    twins = {}
+    for i, x in enumerate(join.children):
+        if i not in pipelined or not x.is_view or x.vm.whole_transpose(x.base.shape) != (1, 0):
+            continue
+        for j, y in enumerate(join.children):
+            if j != i and j in pipelined and j not in twins and y is x.base:
+                if join.axes[i] == 1 and join.axes[j] == 0:
+                    twins[i] = j
+                    break
+    return twins
 
 
 class FoldRows:
