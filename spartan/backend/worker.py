@@ -64,6 +64,57 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
     return out
 
 
+class RowStack:
+    """A region cut along axis 0 only, its pieces kept apart: ``stack[lo:hi]`` is a
+    view of one piece when the rows lie in one, else a copy of just those rows.
+
+    A task function that reads some inputs only in row chunks says so with a
+    ``row_stacks`` attribute (a flag per input); those inputs arrive as RowStacks, so a
+    region that crosses a tile boundary (a stencil's shifted rows) is not copied whole.
+    """
+
+    def __init__(self, shape: tuple[int, ...], starts: list[int], parts: list[Any]) -> None:
+        self.shape, self.starts, self.parts = shape, starts, parts
+        self.dtype = parts[0].dtype
+
+    @classmethod
+    def of(cls, region: Region, parts: Sequence[Any]) -> RowStack | None:
+        """The stack of ``parts`` when each piece spans the region but for its rows."""
+        shape = region.shape
+        if shape is None or len(shape) == 0 or len(parts) < 2:
+            return None
+        rows = []
+        for piece, part in zip(region.pieces, parts):
+            dst = piece.dst
+            if not dst or not isinstance(dst[0], slice) or dst[0].step not in (None, 1):
+                return None
+            if any(d != slice(None) and d != slice(0, n) for d, n in zip(dst[1:], shape[1:])):
+                return None
+            lo, hi, _ = dst[0].indices(shape[0])
+            if tuple(part.shape) != (hi - lo, *shape[1:]):
+                return None
+            rows.append((lo, hi, part))
+        rows.sort(key=lambda r: r[0])
+        if rows[0][0] != 0 or rows[-1][1] != shape[0]:
+            return None
+        if any(a[1] != b[0] for a, b in zip(rows, rows[1:])):
+            return None
+        return cls(tuple(shape), [lo for lo, _, _ in rows], [part for _, _, part in rows])
+
+    def __getitem__(self, key: slice) -> Any:
+        lo, hi, step = key.indices(self.shape[0])
+        if step != 1:
+            raise IndexError("a RowStack is read in row ranges")
+        out = []
+        for start, part in zip(self.starts, self.parts):
+            a, b = max(lo, start), min(hi, start + len(part))
+            if a < b or (not out and hi <= lo):
+                out.append(part[a - start : b - start])
+        if len(out) == 1:
+            return out[0]
+        return array_module(*out).concatenate(out)
+
+
 class Worker:
     """Holds blocks by key and runs tasks; counts bytes that arrive from elsewhere."""
 
@@ -126,7 +177,7 @@ class Worker:
         self.counters["tasks"] += 1
         self.tag = tag
         try:
-            args = self._gather(inputs, remote, remote_nodes)
+            args = self._gather(inputs, remote, remote_nodes, getattr(fn, "row_stacks", ()))
             value = fn(*args)
             if want_result:
                 *values, result = value
@@ -147,11 +198,17 @@ class Worker:
             return failed
 
     def _gather(
-        self, inputs: Sequence[Any], remote: Sequence[Any], remote_nodes: Sequence[str]
+        self,
+        inputs: Sequence[Any],
+        remote: Sequence[Any],
+        remote_nodes: Sequence[str],
+        row_stacks: Sequence[bool] = (),
     ) -> list[Any]:
+        """The task's arguments; inputs flagged in ``row_stacks`` may be
+        :class:`RowStack`s instead of assembled arrays."""
         args: list[Any] = []
         it = iter(range(len(remote)))
-        for inp in inputs:
+        for n, inp in enumerate(inputs):
             if not isinstance(inp, Region):
                 block = self.store[inp]
                 if isinstance(block, TaskFailed):
@@ -169,7 +226,8 @@ class Worker:
                         raise part.error
                     self._count_in(part, remote_nodes[i] if remote_nodes else self.node)
                     parts.append(to_device(part, self.device))
-            args.append(assemble(inp, parts))
+            stack = RowStack.of(inp, parts) if n < len(row_stacks) and row_stacks[n] else None
+            args.append(stack if stack is not None else assemble(inp, parts))
         return args
 
     def _count_in(self, part: Any, node: str) -> None:

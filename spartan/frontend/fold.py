@@ -53,6 +53,10 @@ class _GroupPartial:
 
     def __init__(self, parts: list[_LocalTask], nleaves: int, combine: Callable[[Any, Any], Any]):
         self.parts, self.nleaves, self.combine = parts, nleaves, combine
+        # the inputs each part reads only in row chunks (see Worker._gather)
+        self.row_stacks = tuple(
+            flag for p in parts for flag in getattr(p, "row_stacks", (False,) * nleaves)
+        )
 
     def __call__(self, *blocks: np.ndarray) -> np.ndarray:
         n = self.nleaves

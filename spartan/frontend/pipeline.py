@@ -465,6 +465,8 @@ class FoldRows:
         self.tree = ri.tree
         self.local, self.combine, self.axes, self.box = local, combine, axes, box
         self.rows = chunk_rows(ri.row_bytes, chunk_bytes)
+        #: leaves read by rows may arrive in pieces (:class:`~spartan.backend.worker.RowStack`)
+        self.row_stacks = ri.rowwise
 
     def __call__(self, *blocks: Any) -> Any:
         (first, last), rest = self.box[0], self.box[1:]
