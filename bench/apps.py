@@ -500,7 +500,8 @@ class DaskSystem(System):
 
         rows = chunks[0] if a.ndim else 1
         blocks = [a[lo : lo + rows] for lo in range(0, max(len(a), 1), rows)] if a.ndim else [a]
-        futures = self.client.scatter(blocks)
+        # hash=False: matmul passes one array twice, and equal data would share one key
+        futures = self.client.scatter(blocks, hash=False)
         parts = [
             self.da.from_delayed(f, shape=b.shape, dtype=a.dtype) for f, b in zip(futures, blocks)
         ]
