@@ -207,3 +207,13 @@ def test_stacked_matrices(local, tiling):
     close(logdet, np.linalg.slogdet(a)[1])
     with pytest.raises(ValueError):
         sp.linalg.solve(x, np.ones((7, 4, 1)))
+
+
+def test_qr_of_small_integers_in_float64(local):
+    """NumPy factors integers in float64; so must every group's local QR."""
+    a = np.random.default_rng(8).integers(-100, 100, (400, 5)).astype(np.int8)
+    q, r = sp.linalg.qr(sp.asarray(a))
+    q, r = q.to_numpy(), r.to_numpy()
+    assert q.dtype == np.float64
+    np.testing.assert_allclose(q @ r, a, atol=1e-10)
+    np.testing.assert_allclose(q.T @ q, np.eye(5), atol=1e-12)

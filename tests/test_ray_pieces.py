@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -23,7 +25,8 @@ def test_put_block_travels_whole_and_the_reader_cuts_its_piece(ray_backend):
     x = np.arange(48.0).reshape(6, 8)
     be.put(("pc", "x"), x, 0)
     piece = Piece(0, ("pc", "x"), (slice(1, 5), slice(2, 5)), (), (1, 0))
-    assert be._get_piece(piece, 1)[1] is True  # same node: no copy by worker 0
+    reader = SimpleNamespace(seq=1 << 62, worker=1)  # a task logged after the put
+    assert be._get_piece(piece, reader)[1] is True  # same node: no copy by worker 0
     be.reset_stats()
     be.submit(1, _copy, [_region(("pc", "x"), piece.src, piece.perm, (3, 4))], [("pc", "y")])
     be.wait()
@@ -38,8 +41,39 @@ def test_computed_block_is_copied_by_its_owner(ray_backend):
     be.put(("pc2", "x"), np.arange(6.0), 0)
     be.submit(0, _copy, [("pc2", "x")], [("pc2", "c")])
     piece = Piece(0, ("pc2", "c"), (slice(2, 4),), ())
-    assert be._get_piece(piece, 1)[1] is False
+    assert be._get_piece(piece, SimpleNamespace(seq=1 << 62, worker=1))[1] is False
     be.submit(1, _copy, [_region(("pc2", "c"), piece.src, None, (2,))], [("pc2", "y")])
     be.wait()
     np.testing.assert_array_equal(be.fetch(("pc2", "y")), [2.0, 3.0])
     be.delete([("pc2", "x"), ("pc2", "c"), ("pc2", "y")])
+
+
+def test_reader_sees_the_put_before_it_not_a_later_one(ray_backend):
+    be = ray_backend
+    be.put(("pc3", "x"), np.zeros(4), 0)
+    be.wait()
+    be.submit(1, _copy, [_region(("pc3", "x"), (slice(0, 4),), None, (4,))], [("pc3", "y")])
+    be.put(("pc3", "x"), np.ones(4), 0)  # logged after the reader, sent in the same flush
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("pc3", "y")), np.zeros(4))
+    be.delete([("pc3", "x"), ("pc3", "y")])
+
+
+def test_small_piece_is_copied_out_of_the_block(ray_backend):
+    """A pass-through task must not store a view pinning the whole put block."""
+    import ray
+
+    be = ray_backend
+    be.put(("pc4", "x"), np.arange(1000.0), 0)
+    be.submit(1, _ident, [_region(("pc4", "x"), (slice(3, 13),), None, (10,))], [("pc4", "y")])
+    be.wait()
+    held = ray.get(
+        be.actors[1].__ray_call__.remote(lambda w: getattr(w.store[("pc4", "y")].base, "nbytes", 0))
+    )
+    assert held <= 10 * 8  # its own 10 elements, not a view of the 8000-byte block
+    np.testing.assert_array_equal(be.fetch(("pc4", "y")), np.arange(3.0, 13.0))
+    be.delete([("pc4", "x"), ("pc4", "y")])
+
+
+def _ident(x):
+    return x

@@ -23,6 +23,7 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 #: mallopt takes a C int
 _INT_MAX = 2**31 - 1
+_OLD_MMAP_MAX = 32 << 20
 #: the most a worker keeps by default
 DEFAULT_KEEP_MAX = 1 << 30
 
@@ -40,7 +41,9 @@ def keep_freed_memory(nbytes: int) -> bool:
     musl) or ``nbytes`` is 0; then nothing changes.
 
     Memory in use does not change; what the process holds while idle can exceed it
-    by up to ``nbytes`` (more if the heap is fragmented).
+    by up to ``nbytes`` (more if the heap is fragmented). Only the main thread's heap
+    serves big arrays: glibc still maps those of other threads over ~64 MB apart (Ray
+    runs an actor's tasks on its main thread).
     """
     if nbytes <= 0:
         return False
@@ -49,4 +52,8 @@ def keep_freed_memory(nbytes: int) -> bool:
     except (OSError, AttributeError):
         return False
     size = min(int(nbytes), _INT_MAX)
-    return bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, size))
+    # glibc before 2.35 caps the mmap threshold at 32 MiB (HEAP_MAX_SIZE / 2)
+    mapped = bool(mallopt(M_MMAP_THRESHOLD, size)) or bool(
+        mallopt(M_MMAP_THRESHOLD, min(size, _OLD_MMAP_MAX))
+    )
+    return bool(mallopt(M_TRIM_THRESHOLD, size)) and mapped

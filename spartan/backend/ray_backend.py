@@ -49,6 +49,8 @@ log = logging.getLogger("spartan")
 HELD_MAX = 64
 #: the lineage log is first pruned when it holds this many blocks
 PRUNE_MIN = 1024
+#: a piece under 1/SMALL_PIECE of its block is copied out of the object store
+SMALL_PIECE = 16
 #: task functions pickled to at most this many bytes travel inside the call
 INLINE_FN_BYTES = 16 * 1024
 
@@ -78,8 +80,7 @@ class RayWorker(Worker):
         if any(whole):
             pieces = remote_pieces(self.index, inputs)
             remote = tuple(
-                take(part, p.src, p.perm) if w else part
-                for part, p, w in zip(remote, pieces, whole)
+                _cut(part, p) if w else part for part, p, w in zip(remote, pieces, whole)
             )
         return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
 
@@ -116,6 +117,14 @@ class RayWorker(Worker):
         import os
 
         return os.getpid()
+
+
+def _cut(block: Any, p: Piece) -> Any:
+    """Piece ``p`` of a whole block from the object store: a view, or a copy when it is
+    a small part (a task that passes it through would otherwise pin the whole block)."""
+    part = take(block, p.src, p.perm)
+    small = hasattr(part, "nbytes") and part.nbytes * SMALL_PIECE < getattr(block, "nbytes", 0)
+    return part.copy() if small else part
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -271,7 +280,7 @@ class RayBackend(Master):
         # 1. pieces of blocks made before: requested ahead of the tasks
         early = {
             rec.seq: [
-                None if (p.key, p.worker) in made_here else self._get_piece(p, rec.worker)
+                None if (p.key, p.worker) in made_here else self._get_piece(p, rec)
                 for p in remote[rec.seq]
             ]
             for rec in queued
@@ -333,16 +342,18 @@ class RayBackend(Master):
         for w in list(self._held):
             self._release(w)
 
-    def _get_piece(self, p: Piece, reader: int) -> tuple[ray.ObjectRef, bool]:
-        """A ref to piece ``p``'s data for a task on worker ``reader``, and whether it is
-        the whole block: a block sent from the driver lies in the object store, where a
-        reader on the same node maps it without a copy; else its owner copies the piece.
-        """
+    def _get_piece(self, p: Piece, reader: Record) -> tuple[ray.ObjectRef, bool]:
+        """A ref to piece ``p``'s data for task ``reader``, and whether it is the whole
+        block: a block sent from the driver lies in the object store, where a reader on
+        the same node maps it without a copy; else its owner copies the piece. (The put
+        must precede the reader: one logged after it, under the same key, is not yet
+        what the reader may see.)"""
         made = self.lineage.made_by.get((p.key, p.worker))
         if (
             made is not None
             and made.value is not None
-            and self.nodes[p.worker] == self.nodes[reader]
+            and made.seq < reader.seq
+            and self.nodes[p.worker] == self.nodes[reader.worker]
         ):
             return made.value, True
         self._release(p.worker)  # the block may come from a held task
@@ -363,10 +374,7 @@ class RayBackend(Master):
             if remote is None:
                 remote = remote_pieces(rec.worker, rec.inputs)
             early = early or [None] * len(remote)
-            got = [
-                e if e is not None else self._get_piece(p, rec.worker)
-                for p, e in zip(remote, early)
-            ]
+            got = [e if e is not None else self._get_piece(p, rec) for p, e in zip(remote, early)]
             nodes = [self.nodes[p.worker] for p in remote]
             whole = tuple(w for _, w in got)
             # one pickled spec instead of six arguments: Ray serializes each apart

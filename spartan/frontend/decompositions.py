@@ -68,10 +68,12 @@ def _group_of(lo: int, m: int, groups: int) -> int:
     return g
 
 
-def _local_qr(block: Any) -> tuple[Any, Any]:
-    """The reduced QR of one group's rows. Both TSQR passes call this, so the ``Q_g`` of
-    the second pass matches the ``R_g`` of the first. SciPy's LAPACK call skips NumPy's
-    copies: 50,000 x 20 in 7 ms, where ``numpy.linalg.qr`` took 18 ms (12 for R alone)."""
+def _local_qr(block: Any, dtype: Any) -> tuple[Any, Any]:
+    """The reduced QR of one group's rows in ``dtype`` (NumPy's: float64 for integers,
+    where SciPy would take float32 for small ones). Both TSQR passes call this, so the
+    ``Q_g`` of the second pass matches the ``R_g`` of the first. SciPy's LAPACK call
+    skips NumPy's copies: 50,000 x 20 in 7 ms, where ``numpy.linalg.qr`` took 18 ms."""
+    block = block.astype(dtype, copy=False)
     xp = array_module(block)
     if xp is not np:
         return xp.linalg.qr(block)
@@ -81,12 +83,12 @@ def _local_qr(block: Any) -> tuple[Any, Any]:
 
 
 class _LocalR:
-    def __init__(self, m: int, n: int, groups: int):
-        self.m, self.n, self.groups = m, n, groups
+    def __init__(self, m: int, n: int, groups: int, dtype: Any):
+        self.m, self.n, self.groups, self.dtype = m, n, groups, dtype
 
     def __call__(self, extents, block: np.ndarray):
         g = _group_of(extents[0].box[0][0], self.m, self.groups)
-        r = _local_qr(block)[1]
+        r = _local_qr(block, self.dtype)[1]
         return [((slice(g * self.n, (g + 1) * self.n),), r)]
 
 
@@ -96,12 +98,12 @@ def _stacked_qr(n: int, rs: np.ndarray) -> np.ndarray:
 
 
 class _LocalQ:
-    def __init__(self, m: int, n: int, groups: int):
-        self.m, self.n, self.groups = m, n, groups
+    def __init__(self, m: int, n: int, groups: int, dtype: Any):
+        self.m, self.n, self.groups, self.dtype = m, n, groups, dtype
 
     def __call__(self, extents, block: np.ndarray, packed: np.ndarray):
         g = _group_of(extents[0].box[0][0], self.m, self.groups)
-        q = _local_qr(block)[0]
+        q = _local_qr(block, self.dtype)[0]
         return [(extents[0].rows, q @ packed[g * self.n : (g + 1) * self.n])]
 
 
@@ -111,7 +113,7 @@ def tsqr(a: Array, groups: int) -> tuple[Array, Array]:
     dtype = np.linalg.qr(np.ones((1, 1), a.dtype))[0].dtype
     rs = Array(
         JoinUpdate(
-            _LocalR(m, n, groups),
+            _LocalR(m, n, groups, dtype),
             None,
             [a._expr],
             [0],
@@ -128,7 +130,7 @@ def tsqr(a: Array, groups: int) -> tuple[Array, Array]:
     )
     q = Array(
         JoinUpdate(
-            _LocalQ(m, n, groups),
+            _LocalQ(m, n, groups, dtype),
             None,
             [a._expr, packed._expr],
             [0, -1],
