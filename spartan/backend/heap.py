@@ -23,6 +23,7 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 #: mallopt takes a C int
 _INT_MAX = 2**31 - 1
+#: the largest mmap threshold older glibc accepts
 _OLD_MMAP_MAX = 32 << 20
 #: the most a worker keeps by default
 DEFAULT_KEEP_MAX = 1 << 30
@@ -52,7 +53,7 @@ def keep_freed_memory(nbytes: int) -> bool:
     except (OSError, AttributeError):
         return False
     size = min(int(nbytes), _INT_MAX)
-    # glibc before 2.35 caps the mmap threshold at 32 MiB (HEAP_MAX_SIZE / 2)
+    # older glibc refuses an mmap threshold over HEAP_MAX_SIZE / 2 (32 MiB on 64-bit)
     mapped = bool(mallopt(M_MMAP_THRESHOLD, size)) or bool(
         mallopt(M_MMAP_THRESHOLD, min(size, _OLD_MMAP_MAX))
     )
