@@ -13,9 +13,10 @@ before timing (spartan: ``spartan.asarray`` + evaluate; Dask distributed: persis
 the workers). Every process (this one, Dask's workers, the ceiling's actors) keeps freed
 memory for reuse, as spartan's workers do (``--default-malloc`` to not): on a VM that
 hands freed pages back to the hypervisor, fresh memory costs up to 10x to touch, and
-the other systems would pay that alone. Peak memory is the largest growth of the resident memory of this process
-and all its child processes (Ray and Dask workers) during one extra, untimed run of
-each system (sampling the process tree takes the driver's GIL for a few milliseconds
+the other systems would pay that alone (glibc keeps big arrays only on a process's main
+thread, so Dask's worker threads still map theirs). Peak memory is the largest growth of
+the resident memory of this process and all its child processes (Ray and Dask workers)
+during one extra, untimed run of each system (sampling the process tree takes the driver's GIL for a few milliseconds
 every 20 ms, which slowed the timed runs of Python-heavy drivers unevenly).
 Spartan's bytes moved between workers are measured by the workers
 (``spartan.stats()``) and set next to the optimizer's prediction for the last

@@ -105,14 +105,14 @@ class RowStack:
         lo, hi, step = key.indices(self.shape[0])
         if step != 1:
             raise IndexError("a RowStack is read in row ranges")
-        out = []
-        for start, part in zip(self.starts, self.parts):
-            a, b = max(lo, start), min(hi, start + len(part))
-            if a < b or (not out and hi <= lo):
-                out.append(part[a - start : b - start])
+        out = [
+            part[max(lo, start) - start : min(hi, start + len(part)) - start]
+            for start, part in zip(self.starts, self.parts)
+            if start < hi and lo < start + len(part)
+        ]
         if len(out) == 1:
             return out[0]
-        return array_module(*out).concatenate(out)
+        return array_module(*out).concatenate(out) if out else self.parts[0][:0]
 
 
 class Worker:
