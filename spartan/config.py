@@ -28,6 +28,9 @@ class Config:
     pipeline_rows: bool = True
     #: bytes one pipeline chunk touches (its inputs and every intermediate): cache-sized
     pipeline_chunk_bytes: int = 2 << 20
+    #: tall matrices of fewer bytes are QR-factored by one task, not by TSQR
+    #: (:func:`spartan.linalg.qr`): its stages' round trips cost more than the move
+    tsqr_min_bytes: int = 4 << 20
     #: bytes the optimizer may spend on duplicated (replicated) arrays
     dup_budget_bytes: int = 0
     #: let the optimizer re-tile evaluated arrays where that moves fewer bytes in total

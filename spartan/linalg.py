@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from spartan.config import config
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.decompositions import blocked_cholesky, dense, solve_dense, stacked, tsqr
@@ -128,17 +129,24 @@ def _result_dtype(fn: Any, *xs: Array) -> np.dtype:
     return np.asarray(probe[0] if isinstance(probe, tuple) else probe).dtype
 
 
-def _tsqr_groups(m: int, n: int) -> int:
+def _tsqr_groups(x: Array) -> int:
+    """Row groups for TSQR of ``x``, or 1: one task factors it whole. A matrix under
+    ``config.tsqr_min_bytes`` is cheaper to send to one worker than to factor in TSQR's
+    three dependent stages, each a round trip between workers."""
+    m, n = x.shape
+    if x.nbytes < config.tsqr_min_bytes:
+        return 1
     return max(1, min(_workers() * 2, m // max(n, 1)))
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """QR factorization: TSQR when ``a`` is tall (``m >= 2n``), one task otherwise."""
+    """QR factorization: TSQR when ``a`` is tall (``m >= 2n``) and of at least
+    ``spartan.config.tsqr_min_bytes``, one task otherwise."""
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"Unrecognized mode '{mode}'")
     x = _matrix(a, "qr")
     m, n = x.shape
-    groups = _tsqr_groups(m, n)
+    groups = _tsqr_groups(x)
     if mode in ("reduced", "r") and groups > 1:
         q, r = tsqr(x, groups)
         return r if mode == "r" else QRResult(q, r)
@@ -208,7 +216,7 @@ def svd(
         packed = dense(_svd_full_packed, [x], (m + 1 + n, max(m, n)), dtype, "svd")
         s = packed[m, :k].real.astype(np.finfo(dtype).dtype)
         return SVDResult(packed[:m, :m], s, packed[m + 1 :, :n])
-    groups = _tsqr_groups(m, n)
+    groups = _tsqr_groups(x)
     if groups > 1:
         q, r = tsqr(x, groups)
         ur, s, vh = _small_svd(r)
@@ -239,8 +247,7 @@ def svd_compressed(a: Any, k: int, n_power_iter: int = 2, seed: int | None = 0) 
     y = dot(x, omega)
 
     def orth(z: Array) -> Array:
-        groups = _tsqr_groups(*z.shape)
-        return tsqr(z, groups)[0] if groups > 1 else qr(z)[0]
+        return qr(z)[0]
 
     q = orth(y)
     for _ in range(n_power_iter):
@@ -408,7 +415,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Array, Array, int, Array]:
     s = svd(x, full_matrices=False, compute_uv=False)
     cutoff = rcond if rcond is not None else np.finfo(s.dtype).eps * max(m, n)
     rank = int(_sum(s > cutoff * s[0])) if s.shape[0] else 0
-    groups = _tsqr_groups(m, n)
+    groups = _tsqr_groups(x)
     if groups > 1 and rank == n:
         q, r = tsqr(x, groups)
         sol = solve(r, dot(q.T, y))

@@ -12,6 +12,12 @@ TALL = RNG.standard_normal((48, 4))
 SQ = TALL.T @ TALL + np.eye(4)
 
 
+@pytest.fixture
+def tsqr_always(monkeypatch):
+    """TSQR for every tall matrix, however small (by default small ones are one task)."""
+    monkeypatch.setattr(sp.config, "tsqr_min_bytes", 0)
+
+
 def close(got, expected, **kw):
     g = got.to_numpy() if isinstance(got, sp.Array) else np.asarray(got)
     assert g.shape == np.shape(expected)
@@ -51,7 +57,7 @@ def test_diagonal_trace(local, tiling):
     close(sp.diagonal(sp.array(b), 1, 0, 2), np.diagonal(b, 1, 0, 2))
 
 
-def test_tsqr(local, tiling):
+def test_tsqr(local, tiling, tsqr_always):
     x = sp.array(TALL, tiling=tiling)
     q, r = sp.linalg.qr(x)
     qn, rn = q.to_numpy(), r.to_numpy()
@@ -62,7 +68,10 @@ def test_tsqr(local, tiling):
     close(abs(sp.linalg.qr(x, mode="r")), np.abs(np.linalg.qr(TALL, mode="r")))
 
 
-def test_svd(local):
+@pytest.mark.parametrize("tsqr", [True, False])
+def test_svd(local, tsqr, monkeypatch):
+    if tsqr:
+        monkeypatch.setattr(sp.config, "tsqr_min_bytes", 0)
     x = sp.array(TALL)
     u, s, vh = sp.linalg.svd(x, full_matrices=False)
     np.testing.assert_allclose((u.to_numpy() * s.to_numpy()) @ vh.to_numpy(), TALL, atol=1e-10)
@@ -94,7 +103,7 @@ def test_square_solvers(local):
     close(sp.linalg.multi_dot([x, x, x]), SQ @ SQ @ SQ)
 
 
-def test_least_squares_and_friends(local):
+def test_least_squares_and_friends(local, tsqr_always):
     x = sp.array(TALL)
     b = RNG.standard_normal(48)
     sol, res, rank, s = sp.linalg.lstsq(x, b)
@@ -180,7 +189,7 @@ def test_singular_triangular_solve_is_numpys_error(local):
         sp.linalg.solve(sp.array(a), np.ones(80)).to_numpy()
 
 
-def test_tsqr_and_solve_on_ray(backend):
+def test_tsqr_and_solve_on_ray(backend, tsqr_always):
     q, r = sp.linalg.qr(sp.array(TALL, tiling="row"))
     np.testing.assert_allclose(q.to_numpy() @ r.to_numpy(), TALL, atol=1e-10)
     close(sp.linalg.solve(sp.array(SQ), np.ones(4)), np.linalg.solve(SQ, np.ones(4)))
@@ -209,7 +218,7 @@ def test_stacked_matrices(local, tiling):
         sp.linalg.solve(x, np.ones((7, 4, 1)))
 
 
-def test_qr_of_small_integers_in_float64(local):
+def test_qr_of_small_integers_in_float64(local, tsqr_always):
     """NumPy factors integers in float64; so must every group's local QR."""
     a = np.random.default_rng(8).integers(-100, 100, (400, 5)).astype(np.int8)
     q, r = sp.linalg.qr(sp.asarray(a))
@@ -217,3 +226,20 @@ def test_qr_of_small_integers_in_float64(local):
     assert q.dtype == np.float64
     np.testing.assert_allclose(q @ r, a, atol=1e-10)
     np.testing.assert_allclose(q.T @ q, np.eye(5), atol=1e-12)
+
+
+def _ops(x: sp.Array) -> str:
+    return str(sp.explain(x))
+
+
+@pytest.mark.parametrize("min_bytes, tsqr", [(None, False), (0, True)])
+def test_small_tall_matrix_is_one_task(local, monkeypatch, min_bytes, tsqr):
+    """Under ``config.tsqr_min_bytes`` a tall QR is one task, at or above it TSQR; both
+    give NumPy's factors (up to signs)."""
+    if min_bytes is not None:
+        monkeypatch.setattr(sp.config, "tsqr_min_bytes", min_bytes)
+    q, r = sp.linalg.qr(sp.array(TALL, tiling="row"))
+    qn, rn = q.to_numpy(), r.to_numpy()
+    assert ("tsqr" in _ops(q)) is tsqr
+    np.testing.assert_allclose(qn @ rn, TALL, atol=1e-10)
+    np.testing.assert_allclose(np.abs(rn), np.abs(np.linalg.qr(TALL)[1]), atol=1e-10)

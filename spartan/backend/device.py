@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.layout import copy_into
+
 
 def cupy_module() -> ModuleType | None:
     """CuPy if it is installed and sees a GPU, else None."""
@@ -38,7 +40,13 @@ def array_module(*arrays: Any) -> ModuleType:
 
 def contiguous(block: Any) -> Any:
     """``block`` in C order with its shape kept (``ascontiguousarray`` makes 0-d arrays 1-d)."""
-    return block if block.flags.c_contiguous else block.copy(order="C")
+    if block.flags.c_contiguous:
+        return block
+    if not isinstance(block, np.ndarray):
+        return block.copy(order="C")
+    out = np.empty(block.shape, block.dtype)
+    copy_into(out, block)
+    return out
 
 
 def to_host(value: Any) -> Any:

@@ -21,6 +21,7 @@ from spartan.backend.device import (
     to_device,
     to_host,
 )
+from spartan.backend.layout import copy_into
 
 
 def nbytes_of(value: Any) -> int:
@@ -60,7 +61,7 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
     out = xp.empty(region.shape, dtype=region.dtype)
     for piece, part in zip(pieces, parts):
         target = out[piece.dst]
-        target[...] = part.reshape(target.shape)
+        copy_into(target, part.reshape(target.shape))
     return out
 
 
