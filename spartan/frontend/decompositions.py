@@ -68,19 +68,24 @@ def _group_of(lo: int, m: int, groups: int) -> int:
     return g
 
 
-def _local_qr(block: Any, dtype: Any) -> tuple[Any, Any]:
-    """The reduced QR of one group's rows in ``dtype`` (NumPy's: float64 for integers,
-    where SciPy would take float32 for small ones). Both TSQR passes call this, so the
-    ``Q_g`` of the second pass matches the ``R_g`` of the first. LAPACK factors a
-    column-major copy in place: made by NumPy it takes 0.7 ms for 50,000 x 20, where
-    SciPy's own conversion of a row-major block took 6 of the 13 ms of the QR."""
+def _local_qr(block: Any, dtype: Any, want_q: bool = True) -> Any:
+    """The reduced QR ``(Q, R)`` of one group's rows in ``dtype`` (NumPy's: float64 for
+    integers, where SciPy would take float32 for small ones), or ``R`` alone. Both TSQR
+    passes factor with the same LAPACK call, so the ``Q_g`` of the second pass matches
+    the ``R_g`` of the first; ``R`` alone skips forming ``Q`` (50,000 x 20: 3.7 ms, not
+    6.2). LAPACK factors a column-major copy in place: made by NumPy it takes 0.7 ms,
+    where SciPy's own conversion of a row-major block took 6 of the 13 ms of the QR."""
     xp = array_module(block)
     if xp is not np:
-        return xp.linalg.qr(block.astype(dtype, copy=False))
+        block = block.astype(dtype, copy=False)
+        return xp.linalg.qr(block) if want_q else xp.linalg.qr(block, mode="r")
     import scipy.linalg
 
     mine = np.array(block, dtype=dtype, order="F")  # a copy LAPACK may overwrite
-    return scipy.linalg.qr(mine, mode="economic", check_finite=False, overwrite_a=True)
+    if want_q:
+        return scipy.linalg.qr(mine, mode="economic", check_finite=False, overwrite_a=True)
+    # "raw": the Householder form and R, without forming Q
+    return scipy.linalg.qr(mine, mode="raw", check_finite=False, overwrite_a=True)[1]
 
 
 class _LocalR:
@@ -89,7 +94,7 @@ class _LocalR:
 
     def __call__(self, extents, block: np.ndarray):
         g = _group_of(extents[0].box[0][0], self.m, self.groups)
-        r = _local_qr(block, self.dtype)[1]
+        r = _local_qr(block, self.dtype, want_q=False)
         return [((slice(g * self.n, (g + 1) * self.n),), r)]
 
 
