@@ -288,3 +288,40 @@ def test_gram_of_a_map_computes_each_chunk_once(local, tiling, monkeypatch):
     if tiling != "dup":
         assert Y._expr.data is None
         assert sum(rows) == X.shape[0]  # every row computed once, not once per side
+
+
+def _map_then_fold(np, x, v, reduce):
+    y = np.sin(x) + x.T * v + v[:, None]
+    return getattr(y, reduce)(axis=0)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "max", "argmin", "mean", "std"])
+def test_fold_over_rows_of_a_map_in_chunks(backend, tiling, reduce):
+    """A fused element-wise map reduced over axis 0, its tiles holding whole columns
+    (``x.T`` read in place), computed a few rows at a time, equals NumPy's."""
+    rng = numpy.random.default_rng(3)
+    a, v = rng.random((13, 13)), rng.random(13)
+    got = _map_then_fold(sp, sp.asarray(a, tiling=tiling), sp.asarray(v), reduce).to_numpy()
+    numpy.testing.assert_allclose(got, _map_then_fold(numpy, a, v, reduce), rtol=1e-12)
+
+
+def test_fold_of_a_map_runs_by_rows_over_pieces(local, monkeypatch):
+    """``(x + x.T).sum(axis=0)`` on column tiles: each tile's map is computed in row
+    chunks, and rows of ``x`` held by several workers arrive in pieces, not copied."""
+    from spartan.frontend import fold
+
+    chunks, stacks = [], []
+    by_rows = fold._LocalTask._by_rows
+
+    def counted(self, blocks):
+        chunks.append(-(-(self.box[0][1] - self.box[0][0]) // self.rows))
+        stacks.extend(type(b).__name__ for b in blocks)
+        return by_rows(self, blocks)
+
+    monkeypatch.setattr(fold._LocalTask, "_by_rows", counted)
+    a = numpy.random.default_rng(4).random((100, 100))  # big enough for column tiles
+    x = sp.asarray(a, tiling="row")
+    got = (x + x.T).sum(axis=0).to_numpy()
+    numpy.testing.assert_allclose(got, (a + a.T).sum(axis=0), rtol=1e-12)
+    assert chunks and min(chunks) > 1
+    assert "RowStack" in stacks

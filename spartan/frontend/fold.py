@@ -8,6 +8,7 @@ overlap and are combined there. Only partials cross workers.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from spartan.backend.device import array_module
 from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering
-from spartan.frontend.map import Kernel, Map
+from spartan.frontend.map import CHUNK, Kernel, Map
 from spartan.tiling import Box, Tiling, box_shape
 
 if TYPE_CHECKING:
@@ -29,7 +30,15 @@ Local = Callable[[np.ndarray, tuple[int, ...], Box], np.ndarray]
 
 class _LocalTask:
     """Task function: compute the input tile (maybe through a fused map), reduce it;
-    with ``dtype`` set the result is final (no other tile shares its output)."""
+    with ``dtype`` set the result is final (no other tile shares its output), and
+    ``final`` (if any) applied to it.
+
+    With ``rows`` (a fused element-wise map reduced over axis 0), the map is computed
+    and reduced ``rows`` rows at a time and the partials combined: the map's output
+    never exists whole, and the inputs read by rows (flagged in ``row_stacks``) may
+    arrive in pieces (:class:`~spartan.backend.worker.RowStack`), not copied into one
+    region first.
+    """
 
     def __init__(
         self,
@@ -38,14 +47,37 @@ class _LocalTask:
         axes: tuple[int, ...],
         box: Box,
         dtype: np.dtype | None = None,
+        final: Callable[[np.ndarray], np.ndarray] | None = None,
+        rows: int | None = None,
+        combine: Callable[[Any, Any], Any] | None = None,
+        row_stacks: tuple[bool, ...] = (),
     ):
         self.kernel, self.local, self.axes, self.box, self.dtype = kernel, local, axes, box, dtype
+        self.final, self.rows, self.combine = final, rows, combine
+        if rows is not None:
+            self.row_stacks = row_stacks
 
     def __call__(self, *blocks: np.ndarray) -> np.ndarray:
-        block = self.kernel(*blocks) if self.kernel is not None else blocks[0]
-        out = self.local(block, self.axes, self.box)
+        if self.rows is not None:
+            out = self._by_rows(blocks)
+        else:
+            block = self.kernel(*blocks) if self.kernel is not None else blocks[0]
+            out = self.local(block, self.axes, self.box)
+        if self.final is not None:
+            out = self.final(out)
         out = array_module(out).asarray(out)
         return out if self.dtype is None else out.astype(self.dtype, copy=False)
+
+    def _by_rows(self, blocks: Sequence[Any]) -> Any:
+        (first, last), rest = self.box[0], self.box[1:]
+        partial = None
+        for lo in range(first, last, self.rows):
+            hi = min(last, lo + self.rows)
+            box = ((lo, hi), *rest)
+            part = [b[lo - first : hi - first] if r else b for b, r in zip(blocks, self.row_stacks)]
+            p = self.local(self.kernel.for_shape(box_shape(box))(*part), self.axes, box)
+            partial = p if partial is None else self.combine(partial, p)
+        return partial
 
 
 class _GroupPartial:
@@ -182,9 +214,9 @@ class Fold(Expr):
                         )
                     )
                     continue
-                inputs += [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
-                k = kernel.for_shape(box_shape(box)) if kernel is not None else None
-                parts.append(_LocalTask(k, self.local, self.axes, box))
+                boxes, task = self._tile_task(kernel, leaves, box, final=False)
+                inputs += [ctx.region(leaf, b, w) for leaf, b in zip(leaves, boxes)]
+                parts.append(task)
             key = (self.uid, "partial", w, q)
             ctx.backend.submit(w, _GroupPartial(parts, len(leaves), self.combine), inputs, [key])
             partials.setdefault(q, []).append((w, key))
@@ -204,6 +236,33 @@ class Fold(Expr):
             ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
         ctx.backend.delete([key for ks in partials.values() for _, key in ks])
         self.data = tiles
+
+    def _tile_task(  # noqa: ANN001
+        self, kernel: Kernel | None, leaves, box: Box, final: bool
+    ) -> tuple[list[Box], _LocalTask]:
+        """The boxes of ``leaves`` one input tile reads, and the task reducing it (to
+        the output block when ``final``). A fused element-wise map reduced over axis 0
+        is computed in row chunks whose reads and results fit
+        ``config.pipeline_chunk_bytes`` (and one kernel call)."""
+        boxes = [broadcast_box(box, leaf.shape) for leaf in leaves]
+        k = kernel.for_shape(box_shape(box)) if kernel is not None else None
+        dtype, fin = (self.dtype, self.final) if final else (None, None)
+        if final and self.direct is not None:
+            return boxes, _LocalTask(k, self.direct, self.axes, box, dtype)
+        by_rows = tuple(len(b) == len(box) and b[0] == box[0] for b in boxes)
+        n, width = box[0][1] - box[0][0], math.prod(box_shape(box[1:]))
+        rows = None
+        if k is not None and k.elementwise and 0 in self.axes and config.pipeline_rows:
+            row_bytes = k.dtype.itemsize * width + sum(
+                leaf.dtype.itemsize * math.prod(box_shape(b[1:]))
+                for leaf, b, r in zip(leaves, boxes, by_rows)
+                if r
+            )
+            # no more elements than the kernel computes in one go (it would chunk again)
+            rows = min(config.pipeline_chunk_bytes // max(1, row_bytes), 2 * CHUNK // max(1, width))
+            rows = max(1, rows) if rows < n else None
+        task = _LocalTask(k, self.local, self.axes, box, dtype, fin, rows, self.combine, by_rows)
+        return boxes, task
 
     def _lower_tile_rows(self, ctx: Lowering, ri: RowInput) -> None:
         """Each row tile of the output from its rows of the pipelined child."""
@@ -231,12 +290,10 @@ class Fold(Expr):
         self.data = tiles
 
     def _lower_local(self, ctx, in_tiling, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001
-        direct = self.direct or _Finalized(self.local, self.final)
         for idx, box in in_tiling.tiles(self.children[0].shape):
             w = in_tiling.worker_of(idx, ctx.backend.nworkers)
-            inputs = [ctx.region(leaf, broadcast_box(box, leaf.shape), w) for leaf in leaves]
-            k = kernel.for_shape(box_shape(box)) if kernel is not None else None
-            task = _LocalTask(k, direct, self.axes, box, self.dtype)
+            boxes, task = self._tile_task(kernel, leaves, box, final=True)
+            inputs = [ctx.region(leaf, b, w) for leaf, b in zip(leaves, boxes)]
             ctx.backend.submit(w, task, inputs, [tiles.key(tuple(idx[i] for i in kept))])
         self.data = tiles
 
