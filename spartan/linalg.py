@@ -232,7 +232,7 @@ def svdvals(x: Any) -> Array:
 
 def svd_compressed(a: Any, k: int, n_power_iter: int = 2, seed: int | None = 0) -> SVDResult:
     """Randomized truncated SVD (Halko et al.): a Gaussian sketch, ``n_power_iter``
-    power iterations (re-orthogonalised by TSQR), then the SVD of the small projection.
+    power iterations (re-orthogonalised by ``qr``), then the SVD of the small projection.
 
     >>> u, s, vt = spartan.linalg.svd_compressed(x, k=10)      # doctest: +SKIP
     """
@@ -246,12 +246,9 @@ def svd_compressed(a: Any, k: int, n_power_iter: int = 2, seed: int | None = 0) 
     omega = default_rng(seed).standard_normal((n, p)).astype(x.dtype)
     y = dot(x, omega)
 
-    def orth(z: Array) -> Array:
-        return qr(z)[0]
-
-    q = orth(y)
+    q = qr(y)[0]
     for _ in range(n_power_iter):
-        q = orth(dot(x, orth(dot(x.T, q))))
+        q = qr(dot(x, qr(dot(x.T, q))[0]))[0]
     b = dot(q.T, x)
     ub, s, vh = _small_svd(b)
     return SVDResult(dot(q, ub)[:, :k], s[:k], vh[:k])
@@ -420,7 +417,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Array, Array, int, Array]:
         q, r = tsqr(x, groups)
         sol = solve(r, dot(q.T, y))
     else:
-        dtype = np.result_type(x.dtype, y.dtype, np.float64)
+        probe = np.ones((1,) + y.shape[1:], y.dtype)
+        dtype = np.linalg.lstsq(np.ones((1, 1), x.dtype), probe, rcond=rcond)[0].dtype
         shape = (n,) + y.shape[1:]
         sol = dense(
             lambda p, q: np.linalg.lstsq(p, q, rcond=rcond)[0], [x, y], shape, dtype, "lstsq"

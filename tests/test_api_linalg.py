@@ -117,6 +117,18 @@ def test_least_squares_and_friends(local, tsqr_always):
     close(sp.linalg.cond(x), np.linalg.cond(TALL))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+@pytest.mark.parametrize("tsqr", [True, False])
+def test_least_squares_keeps_numpys_dtype(local, monkeypatch, dtype, tsqr):
+    if tsqr:
+        monkeypatch.setattr(sp.config, "tsqr_min_bytes", 0)
+    a, b = TALL.astype(dtype), RNG.standard_normal(48).astype(dtype)
+    sol, res, _, s = sp.linalg.lstsq(sp.array(a), b)
+    e = np.linalg.lstsq(a, b)
+    assert (sol.dtype, res.dtype, s.dtype) == (e[0].dtype, e[1].dtype, e[3].dtype)
+    np.testing.assert_allclose(sol.to_numpy(), e[0], rtol=1e-4)
+
+
 @pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
 def test_matrix_norms(local, ord):
     close(sp.linalg.norm(sp.array(TALL), ord), np.linalg.norm(TALL, ord))

@@ -198,3 +198,30 @@ def test_order_statistics_of_empty(local):
             getattr(np, name)(np.zeros(0), q)
         with pytest.raises(IndexError):
             getattr(sp, name)(e, q)
+
+
+# (not power or arctan2: NumPy's own reduce of those over axis 0 differs between the C
+# and the Fortran order of the same array)
+@pytest.mark.parametrize("ufunc", [np.subtract, np.divide])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_reductions_in_numpys_order(backend, tiling, ufunc, axis):
+    """``subtract.reduce`` and the like are not reorderable: each row of the reduced
+    axis is folded in NumPy's order (no partials of pieces joined), fused map or not."""
+    sp.config.pipeline_chunk_bytes, old = 64, sp.config.pipeline_chunk_bytes
+    try:
+        a = np.random.default_rng(7).random((40, 6)) + 0.5
+        x = sp.array(a, tiling=tiling)
+        close(ufunc.reduce(x, axis=axis), ufunc.reduce(a, axis=axis))
+        close(ufunc.reduce(x * 2.0, axis=axis), ufunc.reduce(a * 2.0, axis=axis))
+        close(ufunc.reduce(sp.array(a[:, 0], tiling="row")), ufunc.reduce(a[:, 0]))
+    finally:
+        sp.config.pipeline_chunk_bytes = old
+
+
+def test_unreorderable_reduction_over_two_axes_is_numpys_error(local):
+    a = np.ones((3, 4))
+    with pytest.raises(ValueError) as expected:
+        np.subtract.reduce(a, axis=(0, 1))
+    with pytest.raises(ValueError) as got:
+        np.subtract.reduce(sp.array(a), axis=(0, 1))
+    assert str(got.value) == str(expected.value)

@@ -24,11 +24,23 @@ def test_copy_into_equals_assignment(monkeypatch, view):
     # small strips and no size floor, so the strips' edges are exercised on a small array
     monkeypatch.setattr(layout, "STRIP", 7)
     monkeypatch.setattr(layout, "MIN_BLOCKED_BYTES", 0)
+    monkeypatch.setattr(layout, "MIN_STRIP_ROWS", 1)
     a = np.random.default_rng(0).standard_normal((45, 38))
     src = view(a)
     out = np.full(src.shape, np.nan)
     layout.copy_into(out, src)
     np.testing.assert_array_equal(out, src)
+
+
+def test_copy_into_an_overlapping_view_equals_assignment(monkeypatch):
+    monkeypatch.setattr(layout, "STRIP", 7)
+    monkeypatch.setattr(layout, "MIN_BLOCKED_BYTES", 0)
+    monkeypatch.setattr(layout, "MIN_STRIP_ROWS", 1)
+    a = np.random.default_rng(1).standard_normal((40, 40))
+    b, expected = a.copy(), a.copy()
+    expected[...] = expected.T
+    layout.copy_into(b, b.T)
+    np.testing.assert_array_equal(b, expected)
 
 
 def test_contiguous_copies_a_transposed_view_in_c_order(monkeypatch):

@@ -23,16 +23,21 @@ import numpy as np
 STRIP = 512
 #: views smaller than this are copied at once (the strips' Python loop would dominate)
 MIN_BLOCKED_BYTES = 1 << 20
+#: a view with fewer rows or columns is copied at once: its reads share few cache lines
+MIN_STRIP_ROWS = 64
 
 
 def copy_into(out: Any, src: Any) -> None:
-    """``out[...] = src`` (same shape), strip by strip when ``src`` is a transposed view."""
+    """``out[...] = src`` (same shape), strip by strip when ``src`` is a transposed view
+    with rows enough to fill a strip's cache lines (and does not overlap ``out``)."""
     if (
         isinstance(src, np.ndarray)
         and src.ndim == 2
         and src.nbytes >= MIN_BLOCKED_BYTES
+        and min(src.shape) >= MIN_STRIP_ROWS
         and src.strides[0] != 0
         and abs(src.strides[0]) < abs(src.strides[1])
+        and not np.may_share_memory(out, src)
     ):
         for j in range(0, src.shape[1], STRIP):
             out[:, j : j + STRIP] = src[:, j : j + STRIP]

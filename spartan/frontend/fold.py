@@ -143,6 +143,7 @@ class Fold(Expr):
         final: Callable[[np.ndarray], np.ndarray] | None = None,
         name: str = "fold",
         direct: Local | None = None,
+        ordered: bool = False,
     ) -> None:
         self.axes = tuple(sorted(axes))
         shape = [n for i, n in enumerate(child.shape) if i not in self.axes]
@@ -152,6 +153,9 @@ class Fold(Expr):
         self.name = name
         #: the output block of a tile that holds its reduced axes whole (default: final∘local)
         self.direct = direct
+        #: ``combine`` is not associative (``subtract.reduce``): a tile is reduced in one
+        #: call, never in row chunks (the caller keeps the reduced axes uncut)
+        self.ordered = ordered
 
     @property
     def label(self) -> str:
@@ -242,8 +246,9 @@ class Fold(Expr):
     ) -> tuple[list[Box], _LocalTask]:
         """The boxes of ``leaves`` one input tile reads, and the task reducing it (to
         the output block when ``final``). A fused element-wise map reduced over axis 0
-        is computed in row chunks whose reads and results fit
-        ``config.pipeline_chunk_bytes`` (and one kernel call)."""
+        is computed in row chunks whose rows read and result fit
+        ``config.pipeline_chunk_bytes`` (and one kernel call; the kernel's own
+        intermediates are not counted)."""
         boxes = [broadcast_box(box, leaf.shape) for leaf in leaves]
         k = kernel.for_shape(box_shape(box)) if kernel is not None else None
         dtype, fin = (self.dtype, self.final) if final else (None, None)
@@ -252,7 +257,13 @@ class Fold(Expr):
         by_rows = tuple(len(b) == len(box) and b[0] == box[0] for b in boxes)
         n, width = box[0][1] - box[0][0], math.prod(box_shape(box[1:]))
         rows = None
-        if k is not None and k.elementwise and 0 in self.axes and config.pipeline_rows:
+        if (
+            k is not None
+            and k.elementwise
+            and 0 in self.axes
+            and not self.ordered
+            and config.pipeline_rows
+        ):
             row_bytes = k.dtype.itemsize * width + sum(
                 leaf.dtype.itemsize * math.prod(box_shape(b[1:]))
                 for leaf, b, r in zip(leaves, boxes, by_rows)

@@ -187,6 +187,7 @@ def _sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
         t = tilings.get(node.children[0].uid)
         return (
             0 in node.axes
+            and not node.ordered
             and t is not None
             and not t.replicated
             and t.cuts[0] > 1

@@ -62,6 +62,34 @@ def _ufunc_local(ufunc: np.ufunc, dtype: Any, block: np.ndarray, axes, box) -> n
     return device_reduce(ufunc, block, axes, dtype)
 
 
+def _reorderable(ufunc: np.ufunc, dtype: np.dtype) -> bool:
+    """NumPy's own test: a ufunc it reduces over several axes at once (``add``,
+    ``maximum``, ...) may be split into partials joined in any grouping and order; one
+    it does not (``subtract``, ``divide``, ``power`` ...) folds in NumPy's order."""
+    try:
+        with np.errstate(all="ignore"):
+            ufunc.reduce(np.ones((1, 1), dtype), axis=(0, 1))
+    except ValueError:
+        return False
+    return True
+
+
+def _whole_along(x: Array, axes: Sequence[int]) -> Array:
+    """``x`` re-cut so that no tile cuts ``axes``: along the longest other axis, or one
+    tile when every axis is reduced."""
+    from spartan.backend import session
+    from spartan.frontend.manipulation import retile
+    from spartan.frontend.planning import default_pieces
+    from spartan.tiling import Tiling
+
+    others = [a for a in range(x.ndim) if a not in axes]
+    if not others:
+        return retile(x, Tiling((1,) * x.ndim))
+    axis = builtins.max(others, key=lambda a: x.shape[a])
+    pieces = default_pieces(x.nbytes, session.current().nworkers)
+    return retile(x, Tiling.along(x.shape, axis, pieces))
+
+
 def ufunc_reduce(
     ufunc: np.ufunc,
     a: Any,
@@ -104,8 +132,17 @@ def ufunc_reduce(
     if x.ndim == 0:
         result = x.astype(rdtype)
     else:
+        ordered = not _reorderable(ufunc, x.dtype)
+        if ordered:  # every tile holds the reduced axis whole: no partials to join
+            if len(axes) > 1:
+                raise ValueError(
+                    f"reduction operation '{ufunc.__name__}' is not reorderable, so at "
+                    "most one axis may be specified"
+                )
+            x = _whole_along(x, axes)
         local = functools.partial(_ufunc_local, ufunc, dtype)
-        result = Array(Fold(x._expr, axes, local, ufunc, rdtype, name=ufunc.__name__))
+        fold = Fold(x._expr, axes, local, ufunc, rdtype, name=ufunc.__name__, ordered=ordered)
+        result = Array(fold)
     if initial is not np._NoValue:
         result = elementwise(ufunc, result, initial)
     if keepdims:
