@@ -214,6 +214,12 @@ def test_reductions_in_numpys_order(backend, tiling, ufunc, axis):
         close(ufunc.reduce(x, axis=axis), ufunc.reduce(a, axis=axis))
         close(ufunc.reduce(x * 2.0, axis=axis), ufunc.reduce(a * 2.0, axis=axis))
         close(ufunc.reduce(sp.array(a[:, 0], tiling="row")), ufunc.reduce(a[:, 0]))
+        # initial comes first, as in NumPy
+        close(ufunc.reduce(x, axis=axis, initial=3.0), ufunc.reduce(a, axis=axis, initial=3.0))
+        close(
+            ufunc.reduce(sp.asarray(np.array(5.0)), axis=None, initial=2.0),
+            -3.0 if ufunc is np.subtract else 0.4,
+        )
     finally:
         sp.config.pipeline_chunk_bytes = old
 
@@ -225,3 +231,5 @@ def test_unreorderable_reduction_over_two_axes_is_numpys_error(local):
     with pytest.raises(ValueError) as got:
         np.subtract.reduce(sp.array(a), axis=(0, 1))
     assert str(got.value) == str(expected.value)
+    with pytest.raises(NotImplementedError, match="where="):
+        np.subtract.reduce(sp.array(a), axis=0, where=a > 0, initial=0.0)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module, to_host
 from spartan.backend.device import reduce as device_reduce
-from spartan.backend.device import to_host
 from spartan.frontend.array import Array
 from spartan.frontend.fold import Fold
 from spartan.frontend.ufuncs import elementwise
@@ -62,6 +62,13 @@ def _ufunc_local(ufunc: np.ufunc, dtype: Any, block: np.ndarray, axes, box) -> n
     return device_reduce(ufunc, block, axes, dtype)
 
 
+def _ordered_local(ufunc: np.ufunc, dtype: Any, initial: Any, block: Any, axes, box) -> Any:
+    """A whole reduced axis in NumPy's order, ``initial`` first (on the host: CuPy
+    reduces few ufuncs, and none of these)."""
+    out = ufunc.reduce(to_host(block), axis=axes, dtype=dtype, initial=initial)
+    return array_module(block).asarray(out)
+
+
 def _reorderable(ufunc: np.ufunc, dtype: np.dtype) -> bool:
     """NumPy's own test: a ufunc it reduces over several axes at once (``add``,
     ``maximum``, ...) may be split into partials joined in any grouping and order; one
@@ -100,11 +107,18 @@ def ufunc_reduce(
     initial: Any = np._NoValue,
     where: Any = True,
 ) -> Any:
-    """``ufunc.reduce(a, axis)`` as a fold; ``initial`` is folded in afterwards.
+    """``ufunc.reduce(a, axis)`` as a fold; ``initial`` is folded in afterwards (first,
+    for a ufunc NumPy does not reorder).
 
     ``where=`` masks elements out by replacing them with the ufunc's identity (or
     ``initial``) in a map fused into the fold."""
     x = _to_array(a)
+    ordered = not _reorderable(ufunc, x.dtype)
+    if where is not True and ordered:
+        raise NotImplementedError(
+            f"spartan: where= in a reduction by '{ufunc.__name__}', which NumPy does not "
+            "reorder, is not supported"
+        )
     if where is not True:
         fill = ufunc.identity if initial is np._NoValue else initial
         if fill is None:
@@ -132,7 +146,7 @@ def ufunc_reduce(
     if x.ndim == 0:
         result = x.astype(rdtype)
     else:
-        ordered = not _reorderable(ufunc, x.dtype)
+        local = functools.partial(_ufunc_local, ufunc, dtype)
         if ordered:  # every tile holds the reduced axis whole: no partials to join
             if len(axes) > 1:
                 raise ValueError(
@@ -140,11 +154,14 @@ def ufunc_reduce(
                     "most one axis may be specified"
                 )
             x = _whole_along(x, axes)
-        local = functools.partial(_ufunc_local, ufunc, dtype)
+            local = functools.partial(_ordered_local, ufunc, dtype, initial)
         fold = Fold(x._expr, axes, local, ufunc, rdtype, name=ufunc.__name__, ordered=ordered)
         result = Array(fold)
-    if initial is not np._NoValue:
-        result = elementwise(ufunc, result, initial)
+    if initial is not np._NoValue and not (ordered and x.ndim):
+        # NumPy starts from initial: it comes first where the order matters
+        result = (
+            elementwise(ufunc, initial, result) if ordered else elementwise(ufunc, result, initial)
+        )
     if keepdims:
         result = keep_dims(result, axes, x.ndim)
     return _out(result, out)
