@@ -325,3 +325,21 @@ def test_fold_of_a_map_runs_by_rows_over_pieces(local, monkeypatch):
     numpy.testing.assert_allclose(got, (a + a.T).sum(axis=0), rtol=1e-12)
     assert chunks and min(chunks) > 1
     assert "RowStack" in stacks
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    n=st.integers(1, 40),
+    tiling=st.sampled_from(["row", "column", "block", "dup"]),
+    reduce=st.sampled_from(["sum", "prod", "max", "min", "mean", "var", "argmax"]),
+    chunk=st.integers(1, 2000),
+    seed=st.integers(0, 2**16),
+)
+def test_fold_over_rows_of_a_map_matches_numpy(local, n, tiling, reduce, chunk, seed):
+    """Any chunk size, tiling and reduction over axis 0 of a map with transposed and
+    broadcast operands equals NumPy's."""
+    sp.config.pipeline_chunk_bytes = chunk
+    rng = numpy.random.default_rng(seed)
+    a, v = rng.random((n, n)) + 0.5, rng.random(n)
+    got = _map_then_fold(sp, sp.asarray(a, tiling=tiling), sp.asarray(v), reduce).to_numpy()
+    numpy.testing.assert_allclose(got, _map_then_fold(numpy, a, v, reduce), rtol=1e-10)
