@@ -409,16 +409,18 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Array, Array, int, Array]:
     m, n = x.shape
     if y.shape[0] != m:
         raise LinAlgError("Incompatible dimensions")
-    s = svd(x, full_matrices=False, compute_uv=False)
+    # NumPy solves in the type both operands promote to (float64 for float32 with int8)
+    probe = np.ones((1,) + y.shape[1:], y.dtype)
+    dtype = np.linalg.lstsq(np.ones((1, 1), x.dtype), probe, rcond=rcond)[0].dtype
+    real = np.finfo(dtype).dtype
+    s = svd(x.astype(dtype, copy=False), full_matrices=False, compute_uv=False)
     cutoff = rcond if rcond is not None else np.finfo(s.dtype).eps * max(m, n)
     rank = int(_sum(s > cutoff * s[0])) if s.shape[0] else 0
     groups = _tsqr_groups(x)
     if groups > 1 and rank == n:
-        q, r = tsqr(x, groups)
-        sol = solve(r, dot(q.T, y))
+        q, r = tsqr(x.astype(dtype, copy=False), groups)
+        sol = solve(r, dot(q.T, y.astype(dtype, copy=False)))
     else:
-        probe = np.ones((1,) + y.shape[1:], y.dtype)
-        dtype = np.linalg.lstsq(np.ones((1, 1), x.dtype), probe, rcond=rcond)[0].dtype
         shape = (n,) + y.shape[1:]
         sol = dense(
             lambda p, q: np.linalg.lstsq(p, q, rcond=rcond)[0], [x, y], shape, dtype, "lstsq"
@@ -426,11 +428,11 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Array, Array, int, Array]:
     if rank == n and m > n:
         resid = dot(x, sol) - y
         sq = (resid * resid.conj()).real if resid.dtype.kind == "c" else resid * resid
-        residuals = _sum(sq, axis=0)
+        residuals = _sum(sq, axis=0).astype(real, copy=False)
         if y.ndim == 1:
             residuals = residuals.reshape(1)
     else:
-        residuals = asarray(np.empty((0,), dtype=np.finfo(s.dtype).dtype))
+        residuals = asarray(np.empty((0,), dtype=real))
     return sol, residuals, rank, s
 
 

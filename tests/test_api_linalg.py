@@ -117,12 +117,21 @@ def test_least_squares_and_friends(local, tsqr_always):
     close(sp.linalg.cond(x), np.linalg.cond(TALL))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+@pytest.mark.parametrize(
+    "dtype, b_dtype",
+    [
+        (np.float32, np.float32),
+        (np.complex64, np.complex64),
+        (np.float64, np.float64),
+        (np.float32, np.int8),  # NumPy solves in float64
+        (np.int16, np.float32),
+    ],
+)
 @pytest.mark.parametrize("tsqr", [True, False])
-def test_least_squares_keeps_numpys_dtype(local, monkeypatch, dtype, tsqr):
+def test_least_squares_keeps_numpys_dtype(local, monkeypatch, dtype, b_dtype, tsqr):
     if tsqr:
         monkeypatch.setattr(sp.config, "tsqr_min_bytes", 0)
-    a, b = TALL.astype(dtype), RNG.standard_normal(48).astype(dtype)
+    a, b = (TALL * 5).astype(dtype), (RNG.standard_normal(48) * 3).astype(b_dtype)
     sol, res, _, s = sp.linalg.lstsq(sp.array(a), b)
     e = np.linalg.lstsq(a, b)
     assert (sol.dtype, res.dtype, s.dtype) == (e[0].dtype, e[1].dtype, e[3].dtype)

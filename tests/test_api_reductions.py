@@ -224,6 +224,31 @@ def test_reductions_in_numpys_order(backend, tiling, ufunc, axis):
         sp.config.pipeline_chunk_bytes = old
 
 
+@pytest.mark.parametrize(
+    "call, a",
+    [
+        (
+            lambda m, x: m.bitwise_or.reduce(x, axis=0, dtype=np.int64),
+            np.arange(12.0).reshape(4, 3),
+        ),
+        (lambda m, x: m.subtract.reduce(x, axis=0, dtype=np.float64), np.eye(3, dtype=bool)),
+        (lambda m, x: m.greater.reduce(x, axis=None, initial=2), np.array(True)),
+        (lambda m, x: m.subtract.reduce(x, axis=None, initial=2.5), np.array(5)),
+        (lambda m, x: m.subtract.reduce(x, axis=None, initial=None), np.array(5.0)),
+        (lambda m, x: m.add.reduce(x, axis=None, initial=2.5), np.array(5)),
+        (lambda m, x: m.maximum.reduce(x, axis=0, initial=True), np.eye(3, dtype=bool)),
+    ],
+)
+def test_reduction_dtype_and_initial_as_numpy(local, call, a):
+    """``dtype=`` decides what the ufunc reduces, and ``initial`` is cast to the result's
+    type, as in NumPy."""
+    want = call(np, a)
+    got = call(np, sp.asarray(a))
+    got = got.to_numpy() if isinstance(got, sp.Array) else np.asarray(got)
+    assert got.dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_unreorderable_reduction_over_two_axes_is_numpys_error(local):
     a = np.ones((3, 4))
     with pytest.raises(ValueError) as expected:

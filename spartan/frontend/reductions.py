@@ -69,13 +69,14 @@ def _ordered_local(ufunc: np.ufunc, dtype: Any, initial: Any, block: Any, axes, 
     return array_module(block).asarray(out)
 
 
-def _reorderable(ufunc: np.ufunc, dtype: np.dtype) -> bool:
+@functools.lru_cache(maxsize=256)
+def _reorderable(ufunc: np.ufunc, dtype: np.dtype, reduce_dtype: Any) -> bool:
     """NumPy's own test: a ufunc it reduces over several axes at once (``add``,
     ``maximum``, ...) may be split into partials joined in any grouping and order; one
     it does not (``subtract``, ``divide``, ``power`` ...) folds in NumPy's order."""
     try:
         with np.errstate(all="ignore"):
-            ufunc.reduce(np.ones((1, 1), dtype), axis=(0, 1))
+            ufunc.reduce(np.ones((1, 1), dtype), axis=(0, 1), dtype=reduce_dtype)
     except ValueError:
         return False
     return True
@@ -113,23 +114,8 @@ def ufunc_reduce(
     ``where=`` masks elements out by replacing them with the ufunc's identity (or
     ``initial``) in a map fused into the fold."""
     x = _to_array(a)
-    ordered = not _reorderable(ufunc, x.dtype)
-    if where is not True and ordered:
-        raise NotImplementedError(
-            f"spartan: where= in a reduction by '{ufunc.__name__}', which NumPy does not "
-            "reorder, is not supported"
-        )
-    if where is not True:
-        fill = ufunc.identity if initial is np._NoValue else initial
-        if fill is None:
-            raise ValueError(
-                f"reduction operation '{ufunc.__name__}' does not have an identity, so to use "
-                "a where mask one has to specify 'initial'"
-            )
-        from spartan.frontend.manipulation import broadcast_to
-
-        mask = broadcast_to(_to_array(where).astype(bool), x.shape)
-        x = elementwise(np.where, mask, x, np.asarray(fill, x.dtype)[()], name="where_mask")
+    if initial is None and x.dtype != object:  # NumPy's "no initial" for these
+        initial = np._NoValue
     axes = normalize_axes(axis, x.ndim)
     if (
         builtins.any(x.shape[a] == 0 for a in axes)
@@ -143,6 +129,23 @@ def ufunc_reduce(
         rdtype = ufunc.reduce(
             np.ones((1,) * builtins.max(x.ndim, 1), x.dtype), axis=0, dtype=dtype
         ).dtype
+    ordered = not _reorderable(ufunc, x.dtype, dtype)
+    if where is not True:
+        fill = ufunc.identity if initial is np._NoValue else initial
+        if fill is None:
+            raise ValueError(
+                f"reduction operation '{ufunc.__name__}' does not have an identity, so to use "
+                "a where mask one has to specify 'initial'"
+            )
+        if ordered:
+            raise NotImplementedError(
+                f"spartan: where= in a reduction by '{ufunc.__name__}', which NumPy does "
+                "not reorder, is not supported"
+            )
+        from spartan.frontend.manipulation import broadcast_to
+
+        mask = broadcast_to(_to_array(where).astype(bool), x.shape)
+        x = elementwise(np.where, mask, x, np.asarray(fill, x.dtype)[()], name="where_mask")
     if x.ndim == 0:
         result = x.astype(rdtype)
     else:
@@ -158,10 +161,9 @@ def ufunc_reduce(
         fold = Fold(x._expr, axes, local, ufunc, rdtype, name=ufunc.__name__, ordered=ordered)
         result = Array(fold)
     if initial is not np._NoValue and not (ordered and x.ndim):
+        start = np.asarray(initial, dtype=rdtype)[()]  # NumPy casts it to the result's type
         # NumPy starts from initial: it comes first where the order matters
-        result = (
-            elementwise(ufunc, initial, result) if ordered else elementwise(ufunc, result, initial)
-        )
+        result = elementwise(ufunc, start, result) if ordered else elementwise(ufunc, result, start)
     if keepdims:
         result = keep_dims(result, axes, x.ndim)
     return _out(result, out)
