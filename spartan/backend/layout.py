@@ -2,8 +2,8 @@
 
 NumPy copies a transposed 2-D view element by element in the target's order, so each
 element read comes from a different cache line; copying a strip of ``STRIP`` target
-columns at a time keeps the source rows it reads in cache (an 8000 x 1000 float64
-transpose: 10 ms -> 6 ms here). The result is the same array either way.
+columns at a time keeps the source rows it reads in cache (a 1000 x 8000 float64
+region, half of it from a transposed view: 10 ms -> 6 ms here). The result is the same array either way.
 
 >>> a = np.arange(6.0).reshape(2, 3)
 >>> out = np.empty((3, 2))

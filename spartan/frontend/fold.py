@@ -69,15 +69,31 @@ class _LocalTask:
         return out if self.dtype is None else out.astype(self.dtype, copy=False)
 
     def _by_rows(self, blocks: Sequence[Any]) -> Any:
-        (first, last), rest = self.box[0], self.box[1:]
-        partial = None
-        for lo in range(first, last, self.rows):
-            hi = min(last, lo + self.rows)
-            box = ((lo, hi), *rest)
-            part = [b[lo - first : hi - first] if r else b for b, r in zip(blocks, self.row_stacks)]
-            p = self.local(self.kernel.for_shape(box_shape(box))(*part), self.axes, box)
-            partial = p if partial is None else self.combine(partial, p)
-        return partial
+        def chunk(lo: int, hi: int) -> Any:
+            part = [b[lo:hi] if r else b for b, r in zip(blocks, self.row_stacks)]
+            return self.kernel.for_shape((hi - lo, *box_shape(self.box[1:])))(*part)
+
+        return reduce_rows(chunk, self.box, self.rows, self.local, self.combine, self.axes)
+
+
+def reduce_rows(
+    chunk: Callable[[int, int], Any],
+    box: Box,
+    rows: int,
+    local: Local,
+    combine: Callable[[Any, Any], Any],
+    axes: tuple[int, ...],
+) -> Any:
+    """The partial of ``box`` reduced ``rows`` rows at a time: ``chunk(lo, hi)`` gives
+    the block of rows ``lo:hi`` (counted from the box's first row), ``local`` reduces
+    it over ``axes`` and ``combine`` joins the partials in row order."""
+    (first, last), rest = box[0], box[1:]
+    partial = None
+    for lo in range(0, last - first, rows):
+        hi = min(last - first, lo + rows)
+        part = local(chunk(lo, hi), axes, ((first + lo, first + hi), *rest))
+        partial = part if partial is None else combine(partial, part)
+    return partial
 
 
 class _GroupPartial:
@@ -269,9 +285,14 @@ class Fold(Expr):
                 for leaf, b, r in zip(leaves, boxes, by_rows)
                 if r
             )
+            from spartan.frontend.pipeline import chunk_rows  # it builds on this module
+
             # no more elements than the kernel computes in one go (it would chunk again)
-            rows = min(config.pipeline_chunk_bytes // max(1, row_bytes), 2 * CHUNK // max(1, width))
-            rows = max(1, rows) if rows < n else None
+            rows = min(
+                chunk_rows(row_bytes, config.pipeline_chunk_bytes),
+                max(1, 2 * CHUNK // max(1, width)),
+            )
+            rows = rows if rows < n else None
         task = _LocalTask(k, self.local, self.axes, box, dtype, fin, rows, self.combine, by_rows)
         return boxes, task
 

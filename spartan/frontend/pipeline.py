@@ -31,7 +31,7 @@ import numpy as np
 
 from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr
-from spartan.frontend.fold import Fold, _Finalized
+from spartan.frontend.fold import Fold, _Finalized, reduce_rows
 from spartan.frontend.join_update import Extent, JoinUpdate
 from spartan.frontend.map import Map
 from spartan.tiling import Box, Tiling
@@ -470,14 +470,12 @@ class FoldRows:
         self.row_stacks = ri.rowwise
 
     def __call__(self, *blocks: Any) -> Any:
-        (first, last), rest = self.box[0], self.box[1:]
-        step = self.rows
-        partial = None
-        for lo in range(0, last - first, step):
-            hi = min(last - first, lo + step)
-            block = run_rows(self.tree, blocks, lo, hi, first)
-            part = self.local(block, self.axes, ((first + lo, first + hi), *rest))
-            partial = part if partial is None else self.combine(partial, part)
+        first = self.box[0][0]
+
+        def chunk(lo: int, hi: int) -> Any:
+            return run_rows(self.tree, blocks, lo, hi, first)
+
+        partial = reduce_rows(chunk, self.box, self.rows, self.local, self.combine, self.axes)
         return array_module(partial).asarray(partial)
 
 

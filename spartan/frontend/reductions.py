@@ -140,7 +140,8 @@ def ufunc_reduce(
         if ordered:
             raise NotImplementedError(
                 f"spartan: where= in a reduction by '{ufunc.__name__}', which NumPy does "
-                "not reorder, is not supported"
+                "not reorder, is not supported; replace the masked elements first (for "
+                "subtract: spartan.where(mask, x, 0))"
             )
         from spartan.frontend.manipulation import broadcast_to
 
