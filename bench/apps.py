@@ -22,6 +22,10 @@ Spartan's bytes moved between workers are measured by the workers
 (``spartan.stats()``) and set next to the optimizer's prediction for the last
 evaluated graph (``spartan.explain``).
 
+Before each timed run the harness waits until this process stops using the CPU
+(``quiesce``): OpenBLAS's threads spin for about 0.1 s after every NumPy or Dask
+call, and the next system's workers would have shared a core with them.
+
 Rows are merged into ``bench/results/apps.md`` (one row per workload, replaced when
 re-measured).
 """
@@ -611,6 +615,20 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
 
+def quiesce(limit: float = 1.0) -> None:
+    """Wait until this process stops using the CPU (at most ``limit`` seconds).
+
+    After each call OpenBLAS keeps its threads spinning for about 0.1 s of CPU, at
+    normal priority: a system timed right after NumPy or Dask would share a core with
+    them (Ray runs its workers at nice 15, so they got almost none of it)."""
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline:
+        used = time.process_time()
+        time.sleep(0.01)
+        if time.process_time() - used < 0.001:
+            return
+
+
 def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Row:
     """Median seconds of each system on ``w`` (alternating), after a checked warm-up."""
     from harness import mismatches
@@ -640,6 +658,7 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     peaks: dict[str, int] = {s.name: 0 for s in active}
     for rep in range(repeats):
         for s in active:
+            quiesce()
             t0 = time.perf_counter()
             s.run()
             times[s.name].append(time.perf_counter() - t0)
@@ -648,6 +667,7 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     # memory in one more run each: sampling the process tree (a few ms of the driver's
     # GIL every 20 ms) would slow the timed runs of Python-heavy drivers unevenly
     for s in active:
+        quiesce()
         with PeakMemory() as mem:
             s.run()
         peaks[s.name] = mem.growth
