@@ -105,3 +105,28 @@ def test_unloadable_function_fails_only_its_own_task(ray_backend):
         be.wait()
     np.testing.assert_array_equal(be.fetch(("load", "ok")), np.ones(2))
     be.delete([("load", k) for k in ("x", "slow", "bad", "ok")])
+
+
+def test_deletes_in_a_batch_go_out_together_at_its_end(ray_backend):
+    """Inside ``batching_deletes`` a delete waits for the worker's next call; the batch's
+    end sends them (one call), and the blocks are gone."""
+    import ray
+
+    be = ray_backend
+    for i in range(3):
+        be.put(("batch", i), np.ones(100), 0)
+    be.wait()
+
+    def held():
+        return ray.get(be.actors[0].stats.remote())["held_bytes"]
+
+    full = held()
+    with be.batching_deletes():
+        be.delete([("batch", 0)])
+        be.delete([("batch", 1)])
+        assert held() == full
+        assert [step for step in be._held[0]] == [[("batch", 0)], [("batch", 1)]]
+    assert held() == full - 1600
+    assert 0 not in be._held
+    np.testing.assert_array_equal(be.fetch(("batch", 2)), np.ones(100))
+    be.delete([("batch", 2)])

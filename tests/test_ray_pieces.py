@@ -77,3 +77,50 @@ def test_small_piece_is_copied_out_of_the_block(ray_backend):
 
 def _ident(x):
     return x
+
+
+class _Spy:
+    """An actor handle that logs ``(worker, method)`` of every call, then makes it."""
+
+    def __init__(self, calls, worker, actor):
+        self.calls, self.worker, self.actor = calls, worker, actor
+
+    def __getattr__(self, name):
+        method = getattr(self.actor, name)
+        spy = self
+
+        class Method:
+            def remote(self, *args, **kwargs):
+                spy.calls.append((spy.worker, name))
+                return method.remote(*args, **kwargs)
+
+        return Method()
+
+
+def test_exchange_serves_the_other_reader_before_its_own(ray_backend, monkeypatch):
+    """Each worker reads a piece of a block the other made in the same flush (a
+    reduce-scatter): each owner is asked for its piece before it gets its own reader,
+    which waits for the other's piece; else the second exchange waits for the first."""
+    be = ray_backend
+    for w in (0, 1):
+        be.put(("ex", "x", w), np.full(4, float(w)), w)
+    be.wait()
+    calls = []
+    monkeypatch.setattr(be, "actors", [_Spy(calls, w, a) for w, a in enumerate(be.actors)])
+    for w in (0, 1):
+        be.submit(w, _copy, [("ex", "x", w)], [("ex", "made", w)])
+    for w in (0, 1):
+        other = Region(
+            (4,), np.dtype(float), (Piece(1 - w, ("ex", "made", 1 - w), (slice(0, 4),), ()),)
+        )
+        be.submit(w, _copy, [other], [("ex", "got", w)])
+    be.wait()
+    # worker 0: its producer, the piece worker 1 reads, its reader
+    assert [method for worker, method in calls if worker == 0] == [
+        "run_task",
+        "get_piece",
+        "run_task",
+    ]
+    for w in (0, 1):
+        np.testing.assert_array_equal(be.fetch(("ex", "got", w)), np.full(4, float(1 - w)))
+    be.delete([("ex", k, w) for k in ("x", "made", "got") for w in (0, 1)])

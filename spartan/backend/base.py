@@ -16,6 +16,7 @@ array([ 0, -1, -2, -3])
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -112,6 +113,10 @@ class Backend(Protocol):
 
     def delete(self, keys: Sequence[Key]) -> None:
         """Drop blocks wherever they are held (asynchronously)."""
+
+    def batching_deletes(self) -> AbstractContextManager[None]:
+        """Deletes made inside go out at the end (or with a worker's next tasks), each
+        worker's together, instead of one message per freed array."""
 
     def flush(self) -> None:
         """Send what :meth:`submit` and :meth:`put` queued (one operator's tasks).

@@ -8,7 +8,8 @@ keeps the placement map the driver needs for fetches and deletes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from spartan.backend.base import Input, Key, Piece, Region, Stats, remote_pieces
@@ -24,6 +25,8 @@ class Master(ABC):
         self.where: dict[Key, list[int]] = {}
         #: label attached to submitted tasks; workers count bytes moved per tag
         self.tag: Any = None
+        #: depth of :meth:`batching_deletes` blocks
+        self._batching = 0
 
     # ---- placement ------------------------------------------------------------------
     def _record(self, key: Key, worker: int) -> None:
@@ -89,6 +92,19 @@ class Master(ABC):
                 by_worker.setdefault(w, []).append(key)
         for w, ks in by_worker.items():
             self._delete(w, ks)
+
+    @contextmanager
+    def batching_deletes(self) -> Iterator[None]:
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self.release_held()
+
+    def release_held(self) -> None:  # noqa: B027 -- a no-op unless the transport batches
+        """Send whatever the transport holds back (queued tasks, batched deletes)."""
 
     def stats(self) -> Stats:
         per = self._worker_stats()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from spartan.backend import session
+from spartan.backend.base import Backend
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
@@ -77,10 +78,17 @@ def fusable(
 
 def evaluate(*exprs: Expr) -> None:
     """Compute every pending node needed by ``exprs`` and keep the results."""
+    backend = session.current()
+    # the temporaries an evaluation frees (most when its graph goes, on return) leave
+    # each worker as one message, not one per array
+    with backend.batching_deletes():
+        _evaluate(exprs, backend)
+
+
+def _evaluate(exprs: Sequence[Expr], backend: Backend) -> None:
     order = pending_order(exprs)
     if not order:
         return
-    backend = session.current()
     start = time.perf_counter()
     tilings, planned = planning.choose(order, backend.nworkers)
     fused = fusable(order, exprs, tilings)

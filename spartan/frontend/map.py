@@ -119,6 +119,12 @@ class Map(Expr):
                 subtrees.append(("in", next(i for i, leaf in enumerate(leaves) if leaf is op)))
         return (self.fn, tuple(subtrees))
 
+    def done(self) -> None:
+        """Evaluated: drop the operands too (they would keep every earlier array of an
+        iteration ``x = f(x)`` alive, and its tiles on the workers)."""
+        super().done()
+        self.operands = ()
+
     def fully_elementwise(self, ctx: Lowering) -> bool:
         return self.elementwise and all(
             op.fully_elementwise(ctx) for op in self.children if ctx.is_fused(op)
