@@ -27,6 +27,7 @@ held are rebuilt by re-running the tasks that made them, and the interrupted
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 import pickle
 import sys
@@ -202,10 +203,8 @@ class RayBackend(Master):
         self._held: dict[int, list[Record | list[Key]]] = {}
         #: workers whose held calls are being sent (see :meth:`_release`)
         self._sending: set[int] = set()
-        #: per worker: the last call sent to it, to tell whether it is still busy
-        self._last: dict[int, ray.ObjectRef] = {}
-        #: per worker: a future of its last call (see :meth:`_busy`)
-        self._probes: dict[int, tuple[ray.ObjectRef, Any]] = {}
+        #: per worker: a future of the last call sent to it (see :meth:`_busy`)
+        self._last: dict[int, Any] = {}
         self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
@@ -291,11 +290,16 @@ class RayBackend(Master):
             if rec.fn is not None
         }
         # 2. the tasks in order; other pieces as soon as their producers are sent
-        later: dict[int, list[tuple[Record, int]]] = {}  # by owner: pieces made here
+        # by owner, the pieces made here, ordered by their producers
+        later: dict[int, list[tuple[int, int, int, Record]]] = {}
         for rec in queued:
             for n, got in enumerate(early.get(rec.seq, ())):
                 if got is None:
-                    later.setdefault(remote[rec.seq][n].worker, []).append((rec, n))
+                    p = remote[rec.seq][n]
+                    made = self.lineage.made_by[(p.key, p.worker)]
+                    later.setdefault(p.worker, []).append((made.seq, rec.seq, n, rec))
+        for pending in later.values():
+            heapq.heapify(pending)
         for rec in queued:
             if rec.fn is not None and not remote[rec.seq] and not rec.want_result:
                 self._held.setdefault(rec.worker, []).append(rec)
@@ -309,36 +313,32 @@ class RayBackend(Master):
                 self._release(w)  # (a no-op if a nested flush sent them already)
 
     def _busy(self, worker: int) -> bool:
-        """Whether ``worker`` may still be running the last call sent to it. Polled
-        through a future made once per call: ``ray.wait`` with no timeout costs ~80 us
-        on a pending ref, and CG polled ~350 times."""
+        """Whether ``worker`` may still be running the last call sent to it."""
         last = self._last.get(worker)
-        if last is None:
-            return False
-        probe = self._probes.get(worker)
-        if probe is None or probe[0] is not last:
-            probe = self._probes[worker] = (last, last.future())
-        return not probe[1].done()
+        return last is not None and not last.done()
+
+    def _sent(self, worker: int, ref: ray.ObjectRef) -> None:
+        """``ref``'s call is now ``worker``'s last. Its future, made as it is sent (one
+        made later reports a finished call as pending until its callback runs), is
+        what :meth:`_busy` polls: ``ray.wait`` with no timeout costs ~80 us on a
+        pending ref, and CG polled ~350 times."""
+        self._last[worker] = ref.future()
 
     def _request_made(
         self,
         rec: Record,
-        waiting: list[tuple[Record, int]],
+        pending: list[tuple[int, int, int, Record]],
         remote: dict[int, list[Piece]],
         early: dict[int, list[Any]],
     ) -> None:
         """Before ``rec`` goes to its worker, request the pieces later readers need from
-        that worker's blocks made by tasks sent already: in a reduce-scatter each worker
-        would otherwise serve the other's piece only after its own reader got one."""
-        keep = []
-        for reader, n in waiting:
-            p = remote[reader.seq][n]
-            made = self.lineage.made_by.get((p.key, p.worker))
-            if reader is not rec and made is not None and made.seq < rec.seq:
-                early[reader.seq][n] = self._get_piece(p, reader)
-            else:
-                keep.append((reader, n))
-        waiting[:] = keep
+        that worker's blocks made by tasks sent already (``pending``: a heap by the
+        producer's sequence number): in an exchange each worker would otherwise serve
+        the other's piece only after its own reader got one."""
+        while pending and pending[0][0] < rec.seq:
+            _, seq, n, reader = heapq.heappop(pending)
+            if seq > rec.seq:  # (an earlier reader requested it when it was sent)
+                early[seq][n] = self._get_piece(remote[seq][n], reader)
 
     def _release(self, worker: int) -> None:
         """Send the tasks and deletes held for ``worker``, as one call when several."""
@@ -372,7 +372,7 @@ class RayBackend(Master):
             for item in held
         ]
         ref = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *refs)
-        self._last[worker] = ref
+        self._sent(worker, ref)
         self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
 
     def release_held(self) -> None:
@@ -422,7 +422,7 @@ class RayBackend(Master):
             ref = actor.run_task.remote(rec.fn, spec, *(r for r, _ in got))
             if rec.want_result:
                 self._refs[rec.seq] = ref
-        self._last[rec.worker] = ref
+        self._sent(rec.worker, ref)
         self._inflight.append((ref, rec))
         return ref
 
@@ -435,6 +435,7 @@ class RayBackend(Master):
                 self._get(list(dict.fromkeys(ref for ref, _ in pending)), progress=True)
                 if self.device == "gpu":
                     self._get([a.sync.remote() for a in self.actors])
+                self._last = {}  # idle (their futures may not have heard yet)
                 return
             except LOSS_ERRORS:
                 self._recover(pending)
@@ -537,7 +538,7 @@ class RayBackend(Master):
                 self._send_delete(worker, keys)
 
     def _send_delete(self, worker: int, keys: list[Key]) -> None:
-        self._last[worker] = self.actors[worker].delete.remote(keys)
+        self._sent(worker, self.actors[worker].delete.remote(keys))
 
     def worker_memory(self) -> list[int]:
         self.release_held()  # queued puts count
@@ -554,7 +555,7 @@ class RayBackend(Master):
     def shutdown(self) -> None:
         for a in self.actors:
             ray.kill(a)
-        self._queued, self._held, self._last, self._probes = [], {}, {}, {}
+        self._queued, self._held, self._last = [], {}, {}
         self.actors = []
         self.nworkers = 0
 
