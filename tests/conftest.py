@@ -59,6 +59,33 @@ def ray_backend(_ray_session):
     return be
 
 
+class _Spy:
+    """An actor handle that logs ``(worker, method)`` of every call, then makes it."""
+
+    def __init__(self, calls, worker, actor):
+        self.calls, self.worker, self.actor = calls, worker, actor
+
+    def __getattr__(self, name):
+        method = getattr(self.actor, name)
+        spy = self
+
+        class Method:
+            def remote(self, *args, **kwargs):
+                spy.calls.append((spy.worker, name))
+                return method.remote(*args, **kwargs)
+
+        return Method()
+
+
+@pytest.fixture
+def actor_calls(ray_backend, monkeypatch):
+    """``(worker, method)`` of every call the Ray backend makes to its actors."""
+    calls = []
+    spies = [_Spy(calls, w, a) for w, a in enumerate(ray_backend.actors)]
+    monkeypatch.setattr(ray_backend, "actors", spies)
+    return calls
+
+
 @pytest.fixture
 def local_backend():
     """The in-process backend with 3 workers (made again if a test shut it down)."""

@@ -320,17 +320,42 @@ def test_evaluated_arrays_let_their_inputs_go(backend):
     def uids():
         return {key[0] for key in backend.where if isinstance(key, tuple)}
 
-    before = uids()
+    def held():
+        return sum(w["held_bytes"] for w in sp.stats()["per_worker"])
+
+    gc.collect()
+    before, held_before = uids(), held()
     x = sp.asarray(np.arange(12.0))
     for _ in range(5):
         x = sp.sqrt(x * 2 + 1)
         sp.evaluate(x)
     gc.collect()
     assert uids() - before == {x._expr.uid}
+    # the workers dropped them too (x's blocks, at most a copy on every worker, remain)
+    assert held() - held_before <= x.nbytes * backend.nworkers
     want = np.arange(12.0)
     for _ in range(5):
         want = np.sqrt(want * 2 + 1)
     np.testing.assert_allclose(x.to_numpy(), want)
+
+
+def test_evaluated_array_after_shutdown_raises_without_starting_a_session(local_backend):
+    """Reading an evaluated array of a shut-down session is an error, and does not
+    start a new default session on the way."""
+    from spartan.backend import session
+    from spartan.backend.local import LocalBackend
+
+    session.use(LocalBackend(num_workers=2))
+    x = sp.asarray(np.arange(6.0)) + 1
+    sp.evaluate(x)
+    sp.shutdown()
+    try:
+        with pytest.raises(RuntimeError, match="shut down"):
+            x.to_numpy()
+        sp.evaluate(x)  # nothing to compute: a no-op
+        assert session._current is None
+    finally:
+        session.use(local_backend)
 
 
 def test_numpy_protocols(backend):

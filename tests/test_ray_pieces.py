@@ -79,25 +79,7 @@ def _ident(x):
     return x
 
 
-class _Spy:
-    """An actor handle that logs ``(worker, method)`` of every call, then makes it."""
-
-    def __init__(self, calls, worker, actor):
-        self.calls, self.worker, self.actor = calls, worker, actor
-
-    def __getattr__(self, name):
-        method = getattr(self.actor, name)
-        spy = self
-
-        class Method:
-            def remote(self, *args, **kwargs):
-                spy.calls.append((spy.worker, name))
-                return method.remote(*args, **kwargs)
-
-        return Method()
-
-
-def test_exchange_serves_the_other_reader_before_its_own(ray_backend, monkeypatch):
+def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_calls):
     """Each worker reads a piece of a block the other made in the same flush (a
     reduce-scatter): each owner is asked for its piece before it gets its own reader,
     which waits for the other's piece; else the second exchange waits for the first."""
@@ -105,8 +87,7 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, monkeypatc
     for w in (0, 1):
         be.put(("ex", "x", w), np.full(4, float(w)), w)
     be.wait()
-    calls = []
-    monkeypatch.setattr(be, "actors", [_Spy(calls, w, a) for w, a in enumerate(be.actors)])
+    actor_calls.clear()
     for w in (0, 1):
         be.submit(w, _copy, [("ex", "x", w)], [("ex", "made", w)])
     for w in (0, 1):
@@ -117,7 +98,7 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, monkeypatc
     be.wait()
     # each worker: its producer, the piece the other reads (once), its reader
     for w in (0, 1):
-        assert [method for worker, method in calls if worker == w] == [
+        assert [method for worker, method in actor_calls if worker == w] == [
             "run_task",
             "get_piece",
             "run_task",

@@ -78,17 +78,18 @@ def fusable(
 
 def evaluate(*exprs: Expr) -> None:
     """Compute every pending node needed by ``exprs`` and keep the results."""
-    backend = session.current()
-    # the temporaries an evaluation frees (most when its graph goes, on return) leave
-    # each worker as one message, not one per array
-    with backend.batching_deletes():
-        _evaluate(exprs, backend)
-
-
-def _evaluate(exprs: Sequence[Expr], backend: Backend) -> None:
     order = pending_order(exprs)
     if not order:
         return
+    backend = session.current()
+    # the temporaries an evaluation frees (most when its graph goes) leave each worker
+    # as one message, not one per array
+    with backend.batching_deletes():
+        _evaluate(order, exprs, backend)
+        del order  # the graph's last reference: it goes inside the batch
+
+
+def _evaluate(order: list[Expr], exprs: Sequence[Expr], backend: Backend) -> None:
     start = time.perf_counter()
     tilings, planned = planning.choose(order, backend.nworkers)
     fused = fusable(order, exprs, tilings)
