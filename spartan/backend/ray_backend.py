@@ -11,11 +11,13 @@ that writes its block sees that block. The tasks of one operator are held until
 they never queue behind the owner's own share of that operator (one long task per
 worker would otherwise run on the workers one after another); pieces of blocks made in
 the same flush are requested as soon as their producer is sent, before the owner's own
-reader, so in an exchange no worker serves its piece only after it got the other's. Tasks that read only
-their own worker's blocks are held while that worker is busy and then sent together as
-one actor call (:meth:`RayBackend._release`): a chain of small operators on replicated
-arrays, as in every iteration of an iterative solver, costs one call per worker
-instead of one per operator.
+reader, so in an exchange no worker serves its piece only after it got the other's.
+Tasks that read only their own worker's blocks are held while that worker is busy and
+then sent together as one actor call (:meth:`RayBackend._release`): a chain of small
+operators on replicated arrays, as in every iteration of an iterative solver, costs one
+call per worker instead of one per operator. Deletes made in a
+:meth:`~spartan.backend.master.Master.batching_deletes` block (an evaluation) join the
+worker's held calls too.
 
 Workers are spread over every node that offers CPUs (or GPUs), numbered node by node,
 so contiguous runs of tiles share a node. Every put and task is logged
@@ -289,8 +291,8 @@ class RayBackend(Master):
             for rec in queued
             if rec.fn is not None
         }
-        # 2. the tasks in order; other pieces as soon as their producers are sent
-        # by owner, the pieces made here, ordered by their producers
+        # 2. the tasks in order; pieces made here as soon as their producers are sent
+        # (``later``: by owner, a heap by producer)
         later: dict[int, list[tuple[int, int, int, Record]]] = {}
         for rec in queued:
             for n, got in enumerate(early.get(rec.seq, ())):
