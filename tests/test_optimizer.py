@@ -265,3 +265,31 @@ def test_dot_choice_names_its_algorithm():
     )
     assert plan.impl == {z: "rows"}
     assert str(plan.choice[z]) == "row[4, 1] rows"
+
+
+def test_elimination_conditions_on_vars_left_one_choice():
+    """Vars the budget or a fixed tiling leave one choice are constants: a var tied to
+    65 of them (as in a long lazy CG graph) gave a 66-dimensional table, past NumPy's
+    64, and the optimizer fell back to local rules."""
+    from types import SimpleNamespace
+
+    from spartan.frontend.optimizer.search import _eliminate
+
+    rng = np.random.default_rng(0)
+    n, hub, tail = 67, 0, 66
+    factors = [
+        SimpleNamespace(scope=s, table=rng.integers(0, 100, (2, 2)))
+        for i in range(1, n - 1)
+        for s in ((hub, i), (i, tail))
+    ]
+    graph = SimpleNamespace(nvars=n, choices=[[0, 1]] * n, factors=factors)
+    allowed = [np.array([0, 1]) if v in (hub, tail) else np.array([1]) for v in range(n)]
+    cost, assign = _eliminate(graph, allowed, 1 << 20)
+
+    def total(a, b):
+        pick = {hub: a, tail: b}
+        return sum(int(f.table[tuple(pick.get(v, 1) for v in f.scope)]) for f in factors)
+
+    assert cost == min(total(a, b) for a in (0, 1) for b in (0, 1))
+    assert total(assign[hub], assign[tail]) == cost
+    assert all(assign[v] == 1 for v in range(1, n - 1))

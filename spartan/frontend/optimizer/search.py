@@ -285,7 +285,11 @@ def _eliminate(
         scale = 1
     factors: list[tuple[tuple[int, ...], np.ndarray]] = []
     for f in graph.factors:
-        factors.append((f.scope, f.table[np.ix_(*(allowed[v] for v in f.scope))] * scale))
+        table = f.table[np.ix_(*(allowed[v] for v in f.scope))] * scale
+        # a var left one choice is a constant: conditioning on it keeps it out of every
+        # table's scope (a long chain of them passed NumPy's 64 dimensions)
+        scope = tuple(v for v in f.scope if sizes[v] > 1)
+        factors.append((scope, table.reshape([sizes[v] for v in scope])))
     if scale > 1:
         factors.extend(((v,), allowed[v].astype(np.int64)) for v in range(n))
     solved = _min_sum(sizes, factors, limit)
