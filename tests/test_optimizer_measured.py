@@ -226,7 +226,8 @@ def test_dot_algorithms(backend, impl):
     t = Twin(backend)
     fn = linalg._rows_times_whole if impl == "rows" else linalg._partial_product
     axes, accum = ([0, -1], None) if impl == "rows" else ([1, 0], np.add)
-    for tx in tilings(SHAPE, t.P):
+    # more row tiles than workers: each worker's groups fetch the whole y once
+    for tx in [*tilings(SHAPE, t.P), Tiling.row(SHAPE, 2 * t.P), Tiling.block(SHAPE, 4 * t.P)]:
         x, px = t.rand(SHAPE, tx)
         y, py = t.rand((SHAPE[1], 6), Tiling.row((SHAPE[1], 6), t.P))
         for to in tilings((SHAPE[0], 6), t.P):
@@ -234,6 +235,29 @@ def test_dot_algorithms(backend, impl):
             t.run(z, t.p.dot(px, py), Choice(to, impl))
             np.testing.assert_allclose(z.to_numpy(), x.to_numpy() @ y.to_numpy())
     t.check()
+
+
+def test_whole_operand_is_fetched_once_per_worker(backend):
+    """``x @ y`` by rows with two row tiles of ``x`` per worker: each worker fetches the
+    parts of ``y`` it lacks once for both its groups (it fetched them per group), and
+    the output rows stay where they are made."""
+    P = backend.nworkers
+    x = sp.array(np.random.default_rng(1).random(SHAPE), tiling=Tiling.row(SHAPE, 2 * P))
+    y = sp.array(np.random.default_rng(2).random((SHAPE[1], 6)), tiling=Tiling.row((10, 6), P))
+    sp.evaluate(x, y)
+    z = sp.Array(
+        JoinUpdate(
+            linalg._rows_times_whole,
+            None,
+            [x._expr, y._expr],
+            [0, -1],
+            (SHAPE[0], 6),
+            float,
+            update_axis=0,
+        )
+    )
+    assert moved(backend, pinned(z, Tiling.row((SHAPE[0], 6), P))) == (P - 1) * y.nbytes
+    np.testing.assert_allclose(z.to_numpy(), x.to_numpy() @ y.to_numpy())
 
 
 @pytest.mark.parametrize("new", [(120,), (3, 4, 10), (12, 5, 2)])

@@ -23,7 +23,7 @@ How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P
 * ``join_update`` -- groups follow the first joined input's tiles along its axis (else
   ``min(n, P)`` groups); a group's task runs on the worker holding the group's first
   tile (``g*P//G`` for a view or duplicated input); it reads slab ``g`` of every input
-  (the whole input for axis -1) and sends its update -- slab ``g`` along
+  (a whole input, axis -1, is fetched once per worker for all its groups) and sends its update -- slab ``g`` along
   ``update_axis``, or the whole output -- to the output tiles' owners. Updates are an
   estimate, scaled by the ratio measured the last time the same ``site`` ran.
 * ``dot`` -- the thesis's two join_updates: ``rows`` (axes (0, -1), row slabs of the
@@ -331,10 +331,15 @@ def _map_reads(
 
 @lru_cache(maxsize=65536)
 def _join_reads(key: tuple, axis: int, tasks: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The root selections the groups of a join read of one input, and their workers."""
+    """The root selections the groups of a join read of one input, and their workers;
+    a whole input (``axis`` -1) is read once per worker, by all its groups."""
     groups, workers = tasks
+    workers = np.asarray(workers, dtype=np.int64)
+    if axis == -1:
+        workers = np.unique(workers)
+        groups = len(workers)
     boxes = _slabs(key[3], None if axis == -1 else axis, groups)
-    return selections(boxes, key[2]), np.asarray(workers, dtype=np.int64)
+    return selections(boxes, key[2]), workers
 
 
 def _grid(key: tuple, root_t: Tiling) -> Tiling:
