@@ -148,7 +148,8 @@ def test_small_computed_arrays_are_replicated(backend):
 
 def test_join_of_replicated_arrays_runs_everywhere(backend):
     """A product whose inputs and output are all replicated is computed by every worker
-    from its own copies: nothing moves, and the plan predicts exactly that."""
+    from its own copies, in one task each: nothing moves, and the plan predicts exactly
+    that."""
     sp.config.replicate_below_bytes = 1024
     rng = numpy.random.default_rng(6)
     p, q = rng.standard_normal(9), rng.standard_normal((9, 3))
@@ -160,6 +161,7 @@ def test_join_of_replicated_arrays_runs_everywhere(backend):
     numpy.testing.assert_allclose(r.to_numpy(), p @ q, rtol=1e-12)
     assert r.tiling.replicated
     assert sp.stats()["bytes_moved"] == 0
+    assert sp.stats()["tasks"] == backend.nworkers
     assert sp.explain(r).planned.plan.total == 0
 
 

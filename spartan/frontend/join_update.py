@@ -391,18 +391,20 @@ class JoinUpdate(Expr):
         inputs = self.children[: self.ninputs]
         boxes = [tuple((0, n) for n in x.shape) for x in inputs]
         extents = tuple(Extent(b) for b in boxes)
-        keys = []
-        for w in range(ctx.backend.nworkers):
-            key = (self.uid, "upd", w, targets[0])
+        for idx, box, w in tiles.placements():  # each worker's join finishes its copy
+            finish = {targets[0]: _Accumulate(self.f_accum, box, self.dtype, self.fill, False)}
             task = _JoinTask(
-                self.f_join, [extents], len(inputs), self.f_accum, self.shape, grid, targets
+                self.f_join,
+                [extents],
+                len(inputs),
+                self.f_accum,
+                self.shape,
+                grid,
+                targets,
+                finish=finish,
             )
-            ctx.backend.submit(w, task, [ctx.region(x, b, w) for x, b in zip(inputs, boxes)], [key])
-            keys.append(key)
-        for idx, box, w in tiles.placements():
-            task = _Accumulate(self.f_accum, box, self.dtype, self.fill, False)
-            ctx.backend.submit(w, task, [keys[w]], [tiles.key(idx)])
-        ctx.backend.delete(keys)
+            regions = [ctx.region(x, b, w) for x, b in zip(inputs, boxes)]
+            ctx.backend.submit(w, task, regions, [tiles.key(idx)])
         self.data = tiles
 
     def _worker(self, ctx, inputs, boxes, g, groups, nw) -> int:
