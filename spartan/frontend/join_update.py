@@ -1,7 +1,8 @@
 """``join_update``: join groups of tiles, emit ``(location, update)`` pairs, combine.
 
 Each input ``i`` is split into ``G`` groups along ``axes[i]`` (``-1``: the whole array
-joins every group). ``f_join(extents, *blocks)`` runs once per group, on the worker of
+joins every group; a worker fetches it once for all its groups).
+``f_join(extents, *blocks)`` runs once per group, on the worker of
 the group's first tile, and returns ``(location, update)`` pairs; each update is cut
 by the output's tiling and sent to the owners of the output tiles it touches, which
 combine collisions with ``f_accum`` onto an output that starts at ``fill``.

@@ -22,10 +22,11 @@ How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P
   elements spread evenly over the row tiles).
 * ``join_update`` -- groups follow the first joined input's tiles along its axis (else
   ``min(n, P)`` groups); a group's task runs on the worker holding the group's first
-  tile (``g*P//G`` for a view or duplicated input); it reads slab ``g`` of every input
-  (a whole input, axis -1, is fetched once per worker for all its groups) and sends its update -- slab ``g`` along
-  ``update_axis``, or the whole output -- to the output tiles' owners. Updates are an
-  estimate, scaled by the ratio measured the last time the same ``site`` ran.
+  tile (``g*P//G`` for a view or duplicated input); it reads slab ``g`` of every input (a
+  whole input, axis -1, is fetched once per worker for all its groups) and sends its
+  update -- slab ``g`` along ``update_axis``, or the whole output -- to the output tiles'
+  owners. Updates are an estimate, scaled by the ratio measured the last time the same
+  ``site`` ran.
 * ``dot`` -- the thesis's two join_updates: ``rows`` (axes (0, -1), row slabs of the
   output, Fig. 2.2(a)) and ``inner`` (axes (1, 0), whole partial outputs summed,
   Fig. 2.2(b)).
