@@ -339,6 +339,51 @@ def test_evaluated_arrays_let_their_inputs_go(backend):
     np.testing.assert_allclose(x.to_numpy(), want)
 
 
+def _fibonacci_pairs(start: np.ndarray, steps: int, seen: list[int] | None = None):
+    """``a, b = a + b, a - b`` from ``start`` and ``start / 2``: each node reads both of
+    the last two, so summing the inputs' counts doubles every step. ``seen`` gets each
+    step's exact pending count; NumPy's results come back too."""
+    from spartan.frontend.evaluate import pending_order
+
+    want_a, want_b = start, start / 2
+    a, b = sp.asarray(want_a), sp.asarray(want_b)
+    for _ in range(steps):
+        a, b = a + b, a - b
+        want_a, want_b = want_a + want_b, want_a - want_b
+        if seen is not None:
+            seen.append(len(pending_order([a._expr])))
+    return (a, b), (want_a, want_b)
+
+
+def test_graph_size_is_not_counted_at_every_node(local, monkeypatch):
+    """A loop whose nodes share inputs stays lazy below ``max_graph_size`` without an
+    exact count of its graph at every new node (quadratic: building 100 CG iterations
+    took 0.67 s, as the sum over inputs passed the limit after a few steps)."""
+    import spartan.frontend.evaluate as ev
+
+    monkeypatch.setattr(sp.config, "max_graph_size", 500)
+    counts = []
+    real = ev.pending_order
+    monkeypatch.setattr(ev, "pending_order", lambda roots: counts.append(1) or real(roots))
+    (a, b), (want_a, want_b) = _fibonacci_pairs(np.arange(4.0), 60)
+    assert counts == []
+    assert a._expr.data is None  # still lazy
+    np.testing.assert_allclose(a.to_numpy(), want_a)
+    np.testing.assert_allclose(b.to_numpy(), want_b)
+
+
+def test_graph_past_max_size_is_evaluated(backend, monkeypatch):
+    """Past ``max_graph_size`` unevaluated nodes behind an array, it is evaluated: the
+    pending graph never grows past the limit, and the results are NumPy's."""
+    monkeypatch.setattr(sp.config, "max_graph_size", 40)
+    seen: list[int] = []
+    (a, b), (want_a, want_b) = _fibonacci_pairs(np.linspace(0, 1, 6), 50, seen)
+    assert max(seen) <= 40
+    assert min(seen[20:]) < 20  # evaluated on the way
+    np.testing.assert_allclose(a.to_numpy(), want_a)
+    np.testing.assert_allclose(b.to_numpy(), want_b)
+
+
 def test_evaluated_array_after_shutdown_raises_without_starting_a_session(local_backend):
     """Reading an evaluated array of a shut-down session is an error, and does not
     start a new default session on the way."""

@@ -9,6 +9,7 @@ been chosen. An evaluated node keeps its :class:`~spartan.frontend.tiles.Tiles`
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from spartan.frontend.tiles import Tiles
 
 _uids = itertools.count()
+#: every unevaluated node alive (views included): a bound on the size of any one pending
+#: graph, since each of its nodes is here. Summing inputs' counts instead double-counts
+#: shared inputs and grows exponentially in a loop like CG's.
+_unevaluated: weakref.WeakSet[Expr] = weakref.WeakSet()
 
 
 class Expr:
@@ -34,12 +39,28 @@ class Expr:
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         self.children = tuple(children)
-        self.data: Tiles | None = None
+        self._data: Tiles | None = None
+        _unevaluated.add(self)
         self.tiling_hint: Tiling | None = None
         #: the optimizer's plan of the evaluation that computed this node
         self.planned: Any = None
-        #: unevaluated nodes behind this one (an upper bound: shared inputs count per path)
-        self.pending = 1 + sum(c.pending for c in self.children if c.data is None)
+        #: unevaluated nodes behind this one: an upper bound (shared inputs count once
+        #: per path, and no more than every unevaluated node alive)
+        paths = 1 + sum(c.pending for c in self.children if c.data is None)
+        self.pending = min(paths, len(_unevaluated))
+
+    @property
+    def data(self) -> Tiles | None:
+        """The node's tiles once evaluated (None before)."""
+        return self._data
+
+    @data.setter
+    def data(self, tiles: Tiles | None) -> None:
+        self._data = tiles
+        if tiles is None:
+            _unevaluated.add(self)
+        else:
+            _unevaluated.discard(self)
 
     @property
     def ndim(self) -> int:
