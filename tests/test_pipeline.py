@@ -345,3 +345,34 @@ def test_fold_over_rows_of_a_map_matches_numpy(local, n, tiling, reduce, chunk, 
     a, v = rng.random((n, n)) + 0.5, rng.random(n)
     got = _map_then_fold(sp, sp.asarray(a, tiling=tiling), sp.asarray(v), reduce).to_numpy()
     numpy.testing.assert_allclose(got, _map_then_fold(numpy, a, v, reduce), rtol=1e-10)
+
+
+@pytest.mark.parametrize("tiles_per_worker", [1, 4])
+def test_pipelines_fetch_a_whole_leaf_once_per_worker(backend, tiles_per_worker, monkeypatch):
+    """A leaf the pipeline reads whole (``w`` in ``X.T @ sigmoid(X @ w)`` and in
+    ``sigmoid(X @ w).sum(0)``), cut over the workers, is fetched once per worker (it
+    was fetched per row group): a pipeline moves what the unfused plan moves, and the
+    fold moves what the optimizer predicts."""
+    monkeypatch.setattr(sp.config, "retile_inputs", False)
+    monkeypatch.setattr(sp.config, "pipeline_chunk_bytes", 64)
+    P = backend.nworkers
+    rng = numpy.random.default_rng(8)
+    X, w = rng.standard_normal((60, 8)), rng.standard_normal((8, 4))
+    Xs = sp.array(X, tiling=sp.Tiling.row(X.shape, tiles_per_worker * P))
+    ws = sp.array(w, tiling=sp.Tiling.row(w.shape, P))
+    sp.evaluate(Xs, ws)
+    p = 1 / (1 + numpy.exp(-(X @ w)))
+    moved = {}
+    for pipelined in (True, False):
+        monkeypatch.setattr(sp.config, "pipeline_rows", pipelined)
+        for result, want in (("product", X.T @ p), ("sum", p.sum(axis=0))):
+            backend.reset_stats()
+            q = 1 / (1 + sp.exp(-(Xs @ ws)))
+            r = Xs.T @ q if result == "product" else q.sum(axis=0)
+            sp.evaluate(r)
+            moved[result, pipelined] = sp.stats()["bytes_moved"]
+            if result == "sum":  # (a product's updates are estimated)
+                assert moved[result, pipelined] == sp.explain(r).planned.plan.total
+            numpy.testing.assert_allclose(r.to_numpy(), want, rtol=1e-12)
+    assert moved["product", True] == moved["product", False]
+    assert moved["sum", True] == moved["sum", False]

@@ -18,7 +18,7 @@ from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
 from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box
-from spartan.frontend.lowering import Lowering
+from spartan.frontend.lowering import Lowering, WholeReads
 from spartan.frontend.map import CHUNK, Kernel, Map
 from spartan.tiling import Box, Tiling, box_shape
 
@@ -217,12 +217,13 @@ class Fold(Expr):
             w = 0 if t_in.replicated else in_tiling.worker_of(idx, nw)
             groups.setdefault((w, tuple(idx[i] for i in kept)), []).append(idx)
         partials: dict[tuple[int, ...], list[tuple[int, tuple]]] = {}
+        fetched = WholeReads(ctx, self.uid)
         for (w, q), members in groups.items():
             inputs, parts = [], []
             for idx in members:
                 box = in_tiling.tile_bounds(in_shape, idx)
                 if piped:
-                    inputs += [ctx.region(x, ri.leaf_box(x, rw, box[0]), w) for x, rw in ri.leaves]
+                    inputs += ri.regions(ctx, box[0], w, fetched)
                     parts.append(
                         FoldRows(
                             ri,
@@ -255,6 +256,7 @@ class Fold(Expr):
             task = _CombineTask(self.combine, self.final, self.dtype, box_shape(obox), layout)
             ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
         ctx.backend.delete([key for ks in partials.values() for _, key in ks])
+        fetched.release()
         self.data = tiles
 
     def _tile_task(  # noqa: ANN001
@@ -304,11 +306,12 @@ class Fold(Expr):
         n = self.children[0].shape[0]
         bounds = ri.row_bounds(ctx, n)
         direct = self.direct or _Finalized(self.local, self.final)
+        fetched = WholeReads(ctx, self.uid)
         for idx, box, w in tiles.placements():
             groups, inputs = [], []
             for lo, hi in row_groups(*box[0], bounds):
                 groups.append((lo - box[0][0], lo, hi))
-                inputs += [ctx.region(x, ri.leaf_box(x, rw, (lo, hi)), w) for x, rw in ri.leaves]
+                inputs += ri.regions(ctx, (lo, hi), w, fetched)
             task = FoldTile(
                 ri,
                 direct,
@@ -319,6 +322,7 @@ class Fold(Expr):
                 config.pipeline_chunk_bytes,
             )
             ctx.backend.submit(w, task, inputs, [tiles.key(idx)])
+        fetched.release()
         self.data = tiles
 
     def _lower_local(self, ctx, in_tiling, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001

@@ -26,8 +26,7 @@ from spartan.backend.base import Region
 from spartan.backend.device import array_module, contiguous
 from spartan.config import config
 from spartan.frontend.expr import Expr
-from spartan.frontend.lowering import Lowering
-from spartan.frontend.map import identity
+from spartan.frontend.lowering import Lowering, WholeReads
 from spartan.frontend.tiles import axis_runs
 from spartan.tiling import Box, Tiling, box_shape
 
@@ -284,20 +283,7 @@ class JoinUpdate(Expr):
             self._lower_everywhere(ctx, tiles, grid, targets)
             return
         by_index = {ri.index: ri for ri in piped}
-        copies: dict[tuple[int, int], Any] = {}
-
-        def whole(i: int, x: Expr, w: int) -> Any:
-            """Input ``i`` whole on worker ``w``: read in place, or fetched once into a
-            block there that every group of ``w`` reads."""
-            if (i, w) not in copies:
-                region = ctx.region(x, tuple((0, n) for n in x.shape), w)
-                if all(p.worker == w for p in region.pieces):
-                    copies[i, w] = region
-                else:
-                    key = copies[i, w] = (self.uid, "whole", i, w)
-                    ctx.backend.submit(w, identity, [region], [key])
-            return copies[i, w]
-
+        whole = WholeReads(ctx, self.uid)
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         per_worker: dict[int, list] = {}
         for g in range(groups):
@@ -313,11 +299,9 @@ class JoinUpdate(Expr):
             for i, (x, b, a) in enumerate(zip(inputs, boxes, self.axes)):
                 ri = by_index.get(i)
                 if ri is None:
-                    regions.append(ctx.region(x, b, w) if a >= 0 else whole(i, x, w))
+                    regions.append(ctx.region(x, b, w) if a >= 0 else whole(x, w))
                     continue
-                rows = b[ri.axis]
-                for leaf, rowwise in ri.leaves:
-                    regions.append(ctx.region(leaf, ri.leaf_box(leaf, rowwise, rows), w))
+                regions += ri.regions(ctx, b[ri.axis], w, whole)
             extents = tuple(Extent(b) for b in boxes)
             # one task per worker when updates accumulate or every read is local (a
             # group's share fetched from elsewhere stays in a task of its own)
@@ -366,7 +350,7 @@ class JoinUpdate(Expr):
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
             ctx.backend.submit(w, task, ins + update_keys[t], [tiles.key(idx)])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
-        ctx.backend.delete([k for k in copies.values() if not isinstance(k, Region)])
+        whole.release()
         self.data = tiles
 
     def _fed_tiles(self, placed: dict, per_worker: dict, targets: list) -> dict[Any, list]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from spartan.backend.base import Backend, Region
 from spartan.frontend.expr import Expr
 from spartan.frontend.tiles import Tiles, pieces
@@ -40,6 +42,38 @@ class Lowering:
     def region(self, expr: Expr, box: Box, reader: int) -> Region:
         """``expr[box]`` assembled on worker ``reader`` (expr evaluated, or a view of one)."""
         return Region(box_shape(box), expr.dtype, tuple(read_pieces(expr, box, reader)))
+
+
+def identity(x: Any) -> Any:
+    """The task function that copies a region as it is (re-tiling, gathering pieces)."""
+    return x
+
+
+class WholeReads:
+    """Inputs that many tasks of one operator read whole (the ``y`` of ``x @ y`` by
+    rows, a weight vector in a row pipeline): each worker fetches one held elsewhere
+    once, into a block its tasks read, and :meth:`release` frees those blocks."""
+
+    def __init__(self, ctx: Lowering, owner: int) -> None:
+        self.ctx, self.owner = ctx, owner
+        self.read: dict[tuple[int, int], Region | tuple] = {}
+
+    def __call__(self, expr: Expr, reader: int) -> Region | tuple:
+        """``expr`` whole on worker ``reader``: its region when every piece is there,
+        else the key of the block it was fetched into."""
+        at = (expr.uid, reader)
+        if at not in self.read:
+            region = self.ctx.region(expr, tuple((0, n) for n in expr.shape), reader)
+            if all(p.worker == reader for p in region.pieces):
+                self.read[at] = region
+            else:
+                key = self.read[at] = (self.owner, "whole", expr.uid, reader)
+                self.ctx.backend.submit(reader, identity, [region], [key])
+        return self.read[at]
+
+    def release(self) -> None:
+        """Free the fetched blocks (after the tasks that read them were submitted)."""
+        self.ctx.backend.delete([k for k in self.read.values() if not isinstance(k, Region)])
 
 
 def read_pieces(expr: Expr, box: Box, reader: int) -> list:

@@ -14,18 +14,13 @@ import numpy as np
 
 from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr, broadcast_box
-from spartan.frontend.lowering import Lowering
+from spartan.frontend.lowering import Lowering, identity  # noqa: F401 -- re-exported
 from spartan.tiling import box_shape
 
 #: elements per chunk of an element-wise kernel (a few hundred KB of float64)
 CHUNK = 1 << 15
 
 Tree = tuple  # ("in", i) | ("const", value) | (fn, (subtrees...))
-
-
-def identity(x: np.ndarray) -> np.ndarray:
-    """The task function that copies a region as it is (re-tiling, gathering pieces)."""
-    return x
 
 
 def run_tree(tree: Tree, blocks: Sequence[Any]) -> Any:

@@ -52,12 +52,16 @@ class RowInput:
     #: bytes one row occupies in the leaves read by rows and in every computed node
     row_bytes: int = 0
 
-    def leaf_box(self, leaf: Expr, rowwise: bool, rows: tuple[int, int]) -> Box:
-        """The region of ``leaf`` the group with ``rows`` of the pipeline reads."""
-        box = [(0, n) for n in leaf.shape]
-        if rowwise:
-            box[0] = rows
-        return tuple(box)
+    def regions(self, ctx: Any, rows: tuple[int, int], reader: int, whole: Any) -> list:
+        """What the group with ``rows`` reads of each leaf on worker ``reader``: its rows
+        of the leaves read by rows, and the others whole (``whole``: a
+        :class:`~spartan.frontend.lowering.WholeReads`, one fetch per worker)."""
+        return [
+            ctx.region(leaf, (rows, *((0, n) for n in leaf.shape[1:])), reader)
+            if rowwise
+            else whole(leaf, reader)
+            for leaf, rowwise in self.leaves
+        ]
 
     @property
     def rowwise(self) -> tuple[bool, ...]:
