@@ -504,10 +504,18 @@ class RayBackend(Master):
                 f"tile {key!r} was lost with worker(s) {dead} and cannot be rebuilt: "
                 "no task or checkpoint made it"
             ) from None
+        # intermediates rebuilt for their readers (join updates, fetched copies) were
+        # deleted before: they go again once those readers are sent, or they would stay
+        rebuilt: dict[int, list[Key]] = {}
         for rec in plan:
             self._send(rec)
             for key in rec.outputs:
-                self._record(key, rec.worker)
+                if key in known:
+                    self._record(key, rec.worker)
+                else:
+                    rebuilt.setdefault(rec.worker, []).append(key)
+        for w, keys in rebuilt.items():
+            self._delete(w, keys)
         log.warning(
             "spartan: re-ran %d task(s) to rebuild %d lost tile(s)", len(plan), len(missing)
         )
