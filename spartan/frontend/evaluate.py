@@ -17,8 +17,8 @@ from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.fold import Fold
-from spartan.frontend.lowering import Lowering, read_pieces
-from spartan.frontend.map import Map, identity
+from spartan.frontend.lowering import Lowering, identity, read_pieces
+from spartan.frontend.map import Map
 from spartan.frontend.pipeline import row_pipelines
 from spartan.tiling import Tiling
 

@@ -14,8 +14,7 @@ import numpy as np
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr
-from spartan.frontend.lowering import Lowering
-from spartan.frontend.map import identity
+from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.tiles import Tiles
 from spartan.tiling import Tiling
 

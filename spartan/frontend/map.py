@@ -14,7 +14,7 @@ import numpy as np
 
 from spartan.backend.device import array_module
 from spartan.frontend.expr import Expr, broadcast_box
-from spartan.frontend.lowering import Lowering, identity  # noqa: F401 -- re-exported
+from spartan.frontend.lowering import Lowering
 from spartan.tiling import box_shape
 
 #: elements per chunk of an element-wise kernel (a few hundred KB of float64)

@@ -18,8 +18,7 @@ from spartan.backend.base import Piece, Region
 from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
-from spartan.frontend.lowering import Lowering
-from spartan.frontend.map import identity
+from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.tiles import Tiles, pieces
 from spartan.tiling import Tiling, box_shape
 

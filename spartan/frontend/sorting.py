@@ -29,9 +29,9 @@ from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.expr import Expr
 from spartan.frontend.join_update import JoinUpdate
-from spartan.frontend.lowering import Lowering
+from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.manipulation import moveaxis
-from spartan.frontend.map import Map, identity
+from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes
 from spartan.tiling import Tiling
 
