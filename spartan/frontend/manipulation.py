@@ -14,7 +14,8 @@ import numpy as np
 
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, with_tiling
-from spartan.frontend.map import Map, identity
+from spartan.frontend.lowering import identity
+from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes
 from spartan.frontend.reshape import Concatenate, Reshape
 from spartan.frontend.view import transpose as transpose_view
