@@ -109,7 +109,11 @@ def test_recovery_does_not_bring_back_deleted_intermediates(ray_backend, monkeyp
     sp.evaluate(z)
 
     def intermediates() -> list:
-        return [k for k in ray_backend.where if len(k) > 2 and k[1] in ("whole", "upd")]
+        return [
+            k
+            for k in ray_backend.where
+            if isinstance(k, tuple) and k[1:2] in (("whole",), ("upd",))
+        ]
 
     def held() -> int:
         return sum(w["held_bytes"] for w in ray_backend.stats().per_worker)

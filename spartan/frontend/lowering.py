@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from spartan.backend.base import Backend, Region
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.tiles import Tiles, pieces
 from spartan.tiling import Box, Tiling, box_shape
 
@@ -63,7 +63,7 @@ class WholeReads:
         else the key of the block it was fetched into."""
         at = (expr.uid, reader)
         if at not in self.read:
-            region = self.ctx.region(expr, tuple((0, n) for n in expr.shape), reader)
+            region = self.ctx.region(expr, full_box(expr.shape), reader)
             if all(p.worker == reader for p in region.pieces):
                 self.read[at] = region
             else:
