@@ -131,3 +131,42 @@ def test_deletes_in_a_batch_go_out_together_at_its_end(ray_backend, actor_calls)
     assert 0 not in be._held
     np.testing.assert_array_equal(be.fetch(("batch", 2)), np.ones(100))
     be.delete([("batch", 2)])
+
+
+def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypatch):
+    """Blocks asked of ``wait`` come back with it: the fetch call follows the tasks."""
+    be = ray_backend
+    be.put(("rt", "x"), np.arange(4.0), 1)
+    last = _chain(be, ("rt", "x"), 2, "rt")
+    gets = []
+    real_get = be._get
+    monkeypatch.setattr(
+        be, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
+    )
+    (got,) = be.wait(fetch=[(last, None, None)])
+    np.testing.assert_array_equal(got, np.arange(4.0) + 2)
+    assert len(gets) == 1
+    assert [m for _, m in actor_calls][-1] == "fetch"
+    be.delete([("rt", "x"), ("rt", 0), ("rt", 1)])
+
+
+def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend, monkeypatch):
+    import spartan as sp
+    from spartan.backend import session
+
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        x = sp.asarray(np.arange(12.0))
+        sp.evaluate(x)
+        gets = []
+        real_get = ray_backend._get
+        monkeypatch.setattr(
+            ray_backend, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
+        )
+        assert float((x * x).sum()) == float((np.arange(12.0) ** 2).sum())
+        assert len(gets) == 1
+        with pytest.raises(ValueError, match="bad block"):
+            sp.map(_fail, x).to_numpy()
+    finally:
+        session.use(previous)

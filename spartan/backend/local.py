@@ -56,16 +56,21 @@ class LocalBackend(Master):
         return list(handles)
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
-        return [self.workers[self.owner(k, w)].fetch(k, idx) for k, w, idx in reqs]
+        parts = [self.workers[self.owner(k, w)].fetch(k, idx) for k, w, idx in reqs]
+        for part in parts:
+            if isinstance(part, TaskFailed):
+                raise part.error
+        return parts
 
     def _delete(self, worker: int, keys: list[Key]) -> None:
         self.workers[worker].delete(keys)
 
-    def wait(self) -> None:
+    def wait(self, fetch: Sequence[tuple[Key, int | None, tuple | None]] = ()) -> list[Any]:
         """Tasks already ran when submitted (errors were raised there); GPU kernels
         they queued are waited for here."""
         for w in self.workers:
             w.sync()
+        return self.fetch_many(fetch)
 
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]

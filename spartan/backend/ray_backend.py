@@ -429,16 +429,20 @@ class RayBackend(Master):
         return ref
 
     # ---- waiting, with progress and recovery ---------------------------------------------
-    def wait(self) -> None:
+    def wait(self, fetch: Sequence[tuple[Key, int | None, tuple | None]] = ()) -> list[Any]:
         self.release_held()
         for _ in range(3):
             pending, self._inflight = self._inflight, []
             try:
-                self._get(list(dict.fromkeys(ref for ref, _ in pending)), progress=True)
+                refs = list(dict.fromkeys(ref for ref, _ in pending))
+                # calls to an actor run in order: these follow its tasks, in one round trip
                 if self.device == "gpu":
-                    self._get([a.sync.remote() for a in self.actors])
+                    refs += [a.sync.remote() for a in self.actors]
+                first = len(refs)
+                refs += self._fetch_calls(fetch)
+                values = self._get(refs, progress=True)
                 self._last = {}  # idle (their futures may not have heard yet)
-                return
+                return values[first:]
             except LOSS_ERRORS:
                 self._recover(pending)
         raise RuntimeError("spartan could not recover from repeated worker failures")
@@ -451,12 +455,14 @@ class RayBackend(Master):
         self.release_held()
         for _ in range(3):
             try:
-                refs = [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
-                return self._get(refs)
+                return self._get(self._fetch_calls(reqs))
             except LOSS_ERRORS:
                 self._recover([])
                 self.wait()
         raise RuntimeError("spartan could not recover from repeated worker failures")
+
+    def _fetch_calls(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        return [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
 
     def _get(self, refs: list[Any], progress: bool = False) -> list[Any]:
         try:

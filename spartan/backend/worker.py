@@ -153,9 +153,9 @@ class Worker:
         return to_host(part)  # GPU blocks travel through host memory
 
     def fetch(self, key: Key, src: tuple | None = None) -> Any:
+        """``block[src]`` for the driver, or the :class:`TaskFailed` stored in its place
+        (the driver raises the first failure among everything it waited for)."""
         part = self.get_piece(key, src or ())
-        if isinstance(part, TaskFailed):
-            raise part.error
         self.counters["bytes_to_driver"] += nbytes_of(part)
         return part
 

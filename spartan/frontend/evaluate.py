@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from spartan.backend import session
-from spartan.backend.base import Backend
+from spartan.backend.base import Backend, Region
+from spartan.backend.worker import assemble
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
@@ -20,7 +21,7 @@ from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, identity, read_pieces
 from spartan.frontend.map import Map
 from spartan.frontend.pipeline import row_pipelines
-from spartan.tiling import Tiling
+from spartan.tiling import Box, Tiling, box_shape
 
 log = logging.getLogger("spartan")
 
@@ -78,18 +79,27 @@ def fusable(
 
 def evaluate(*exprs: Expr) -> None:
     """Compute every pending node needed by ``exprs`` and keep the results."""
+    _evaluate_then_fetch(exprs)
+
+
+def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Expr | None = None) -> np.ndarray | None:
+    """:func:`evaluate`, then ``fetch`` (one of ``exprs``) whole on the driver, pulled
+    in the evaluation's own wait; None without ``fetch`` or with nothing to evaluate."""
     order = pending_order(exprs)
     if not order:
-        return
+        return None
     backend = session.current()
     # the temporaries an evaluation frees (most when its graph goes) leave each worker
     # as one message, not one per array
     with backend.batching_deletes():
-        _evaluate(order, exprs, backend)
+        out = _evaluate(order, exprs, backend, fetch)
         del order  # the graph's last reference: it goes inside the batch
+    return out
 
 
-def _evaluate(order: list[Expr], exprs: Sequence[Expr], backend: Backend) -> None:
+def _evaluate(
+    order: list[Expr], exprs: Sequence[Expr], backend: Backend, fetch: Expr | None = None
+) -> np.ndarray | None:
     start = time.perf_counter()
     tilings, planned = planning.choose(order, backend.nworkers)
     fused = fusable(order, exprs, tilings)
@@ -112,7 +122,8 @@ def _evaluate(order: list[Expr], exprs: Sequence[Expr], backend: Backend) -> Non
             node.planned = planned
     finally:
         backend.tag = None
-    backend.wait()
+    region = _whole(fetch) if fetch is not None else None
+    parts = backend.wait(_requests(region) if region is not None else ())
     for node in lowered:
         node.done()
     if planned is not None and planned.has_joins:  # learn real update costs for next time
@@ -126,6 +137,7 @@ def _evaluate(order: list[Expr], exprs: Sequence[Expr], backend: Backend) -> Non
         (planned_at - start) * 1e3,
         time.perf_counter() - planned_at,
     )
+    return _assembled(region, parts) if region is not None else None
 
 
 def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
@@ -138,26 +150,41 @@ def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
 
 
 def to_numpy(expr: Expr) -> np.ndarray:
-    """The whole array on the driver: evaluate, then fetch only the needed pieces."""
-    evaluate(expr)
-    return gather(expr, full_box(expr.shape))
+    """The whole array on the driver: evaluate, then fetch only the needed pieces
+    (in the evaluation's wait when there is something to evaluate)."""
+    out = _evaluate_then_fetch([expr], fetch=expr)
+    return out if out is not None else gather(expr, full_box(expr.shape))
 
 
-def gather(expr: Expr, box) -> np.ndarray:
+def gather(expr: Expr, box: Box) -> np.ndarray:
     """``expr[box]`` on the driver (``expr`` evaluated or a view of an evaluated base)."""
-    from spartan.backend.base import Region
-    from spartan.backend.worker import assemble
-    from spartan.tiling import box_shape
+    region = _region(expr, box)
+    return _assembled(region, session.current().fetch_many(_requests(region)))
 
-    ps = read_pieces(expr, box, -1)
-    backend = session.current()
-    parts = backend.fetch_many([(p.key, p.worker, p.src) for p in ps])
-    parts = [part.transpose(p.perm) if p.perm is not None else part for p, part in zip(ps, parts)]
-    region = Region(box_shape(box), expr.dtype, tuple(ps))
+
+def _region(expr: Expr, box: Box) -> Region:
+    return Region(box_shape(box), expr.dtype, tuple(read_pieces(expr, box, -1)))
+
+
+def _whole(expr: Expr) -> Region:
+    return _region(expr, full_box(expr.shape))
+
+
+def _requests(region: Region) -> list[tuple]:
+    """What :meth:`Backend.fetch_many` is asked for ``region``'s pieces."""
+    return [(p.key, p.worker, p.src) for p in region.pieces]
+
+
+def _assembled(region: Region, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """``region`` from its fetched pieces, in a new array the caller owns."""
+    parts = [
+        part.transpose(p.perm) if p.perm is not None else part
+        for p, part in zip(region.pieces, parts)
+    ]
     out = assemble(region, parts)
     # several pieces were copied into a new array; one piece may be a worker's block
     # or a read-only view of Ray's object store
-    return out if len(ps) > 1 else np.array(out, copy=True)
+    return out if len(parts) > 1 else np.array(out, copy=True)
 
 
 __all__ = ["evaluate", "to_numpy", "gather"]
