@@ -58,6 +58,9 @@ log = logging.getLogger("spartan")
 RESULTS = ROOT / "bench" / "results" / "apps.md"
 #: freed memory every process of every system keeps for reuse (main sets it)
 KEEP_FREED = 0
+#: seconds a Dask distributed run may take before it is cancelled and the system dropped
+#: from that workload (a run in this process cannot be interrupted the same way)
+PEER_TIMEOUT = 300
 CORES = os.cpu_count() or 1
 GB = 1e9
 
@@ -525,7 +528,12 @@ class DaskSystem(System):
 
         result = self.w.program(self.da, *self.inputs)
         if self.client is not None:
-            return _to_numpy(self.client.compute(result, sync=True))
+            future = self.client.compute(result)
+            try:
+                return _to_numpy(future.result(timeout=PEER_TIMEOUT))
+            except TimeoutError:
+                self.client.cancel(future)
+                raise TimeoutError(f"a run did not finish within {PEER_TIMEOUT} s") from None
         # explicit: a distributed Client, once created, becomes dask's default scheduler
         return _to_numpy(dask.compute(result, scheduler="threads", num_workers=CORES)[0])
 
@@ -662,10 +670,18 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     times: dict[str, list[float]] = {s.name: [] for s in active}
     peaks: dict[str, int] = {s.name: 0 for s in active}
     for rep in range(repeats):
-        for s in active:
+        for s in list(active):
             quiesce()
             t0 = time.perf_counter()
-            s.run()
+            try:
+                s.run()
+            except TimeoutError as e:
+                log.warning("%s on %s: %s", s.name, w.name, e)
+                row.notes.append(f"{s.name}: {e}")
+                s.unload()
+                active.remove(s)
+                del times[s.name], peaks[s.name]
+                continue
             times[s.name].append(time.perf_counter() - t0)
             log.info("%s %s run %d: %.3f s", w.name, s.name, rep + 1, times[s.name][-1])
         log.info("%s: repeat %d/%d done", w.name, rep + 1, repeats)

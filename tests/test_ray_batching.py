@@ -134,7 +134,9 @@ def test_deletes_in_a_batch_go_out_together_at_its_end(ray_backend, actor_calls)
 
 
 def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypatch):
-    """Blocks asked of ``wait`` come back with it: the fetch call follows the tasks."""
+    """A region asked of ``wait`` comes back with it: the fetch call follows the tasks."""
+    from spartan.backend.base import Piece, Region
+
     be = ray_backend
     be.put(("rt", "x"), np.arange(4.0), 1)
     last = _chain(be, ("rt", "x"), 2, "rt")
@@ -143,8 +145,8 @@ def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypat
     monkeypatch.setattr(
         be, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
     )
-    (got,) = be.wait(fetch=[(last, None, None)])
-    np.testing.assert_array_equal(got, np.arange(4.0) + 2)
+    region = Region((4,), np.dtype(float), (Piece(1, last, (), (slice(0, 4),)),))
+    np.testing.assert_array_equal(be.wait(fetch=region), np.arange(4.0) + 2)
     assert len(gets) == 1
     assert [m for _, m in actor_calls][-1] == "fetch"
     be.delete([("rt", "x"), ("rt", 0), ("rt", 1)])
@@ -168,5 +170,52 @@ def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend,
         assert len(gets) == 1
         with pytest.raises(ValueError, match="bad block"):
             sp.map(_fail, x).to_numpy()
+    finally:
+        session.use(previous)
+
+
+@pytest.mark.parametrize("tiling", ["row", "column", "block"])
+def test_results_come_through_the_landing_zone(ray_backend, actor_calls, monkeypatch, tiling):
+    """Every size goes through shared memory here; transposed and sliced reads too."""
+    import spartan as sp
+    from spartan.backend import session, shared_output
+
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        a = np.arange(7.0 * 5).reshape(7, 5)
+        x = sp.array(a, tiling=tiling)
+        np.testing.assert_array_equal(x.to_numpy(), a)
+        assert actor_calls.count((0, "write_shared")) == 1  # a worker's pieces in one call
+        np.testing.assert_array_equal(x.T.to_numpy(), a.T)
+        np.testing.assert_array_equal((x[1:6:2, ::-1] + 1).to_numpy(), a[1:6:2, ::-1] + 1)
+        out = x.to_numpy()
+        out[:] = -1  # the driver's own copy: the next fetch is not affected
+        np.testing.assert_array_equal(x.to_numpy(), a)
+        assert out.flags.owndata and out.flags.writeable
+        with pytest.raises(ValueError, match="bad block"):
+            sp.map(_fail, x).to_numpy()
+        assert not any(m == "fetch" for _, m in actor_calls)
+    finally:
+        session.use(previous)
+
+
+def test_a_host_without_shared_memory_fetches_through_the_object_store(
+    ray_backend, actor_calls, monkeypatch
+):
+    import spartan as sp
+    from spartan.backend import session, shared_output
+
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    monkeypatch.setattr(shared_output, "SHM_DIR", "/nonexistent-spartan-shm")
+    monkeypatch.setattr(ray_backend, "_landing", shared_output.LandingZone())
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        a = np.arange(12.0).reshape(4, 3)
+        np.testing.assert_array_equal(sp.array(a, tiling="row").to_numpy(), a)
+        assert not any(m == "write_shared" for _, m in actor_calls)
+        assert any(m == "fetch" for _, m in actor_calls)
     finally:
         session.use(previous)

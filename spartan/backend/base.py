@@ -125,11 +125,12 @@ class Backend(Protocol):
         read from blocks that already exist are requested before the owner's queued
         tasks instead of waiting behind them. Every waiting call flushes first."""
 
-    def wait(self, fetch: Sequence[tuple[Key, int | None, tuple | None]] = ()) -> list[Any]:
+    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
         """Barrier: every submitted task has finished; re-raises a task's error.
 
-        Returns the blocks ``fetch`` names (as :meth:`fetch_many`), pulled in the
-        same wait: a value forced right after its evaluation costs one round trip."""
+        Returns the ``fetch`` region assembled on the driver (a new array of its own),
+        pulled in the same wait: a value forced right after its evaluation costs one
+        round trip."""
 
     def stats(self) -> Stats:
         """Counters since the last :meth:`reset_stats`."""

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spartan.backend.base import Key, Piece
+import numpy as np
+
+from spartan.backend.base import Key, Piece, Region
 from spartan.backend.master import Master
 from spartan.backend.worker import TaskFailed, Worker
 
@@ -65,12 +67,14 @@ class LocalBackend(Master):
     def _delete(self, worker: int, keys: list[Key]) -> None:
         self.workers[worker].delete(keys)
 
-    def wait(self, fetch: Sequence[tuple[Key, int | None, tuple | None]] = ()) -> list[Any]:
+    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
         """Tasks already ran when submitted (errors were raised there); GPU kernels
         they queued are waited for here."""
         for w in self.workers:
             w.sync()
-        return self.fetch_many(fetch)
+        if fetch is None:
+            return None
+        return self._assembled(fetch, self.fetch_many(self._requests(fetch)))
 
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]

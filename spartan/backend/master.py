@@ -12,7 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from spartan.backend.base import Input, Key, Piece, Region, Stats, remote_pieces
+from spartan.backend.worker import assemble
 
 
 class Master(ABC):
@@ -84,6 +87,23 @@ class Master(ABC):
 
     def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:
         return self.fetch_many([(key, worker, index)])[0]
+
+    @staticmethod
+    def _requests(region: Region) -> list[tuple[Key, int, tuple]]:
+        """The :meth:`fetch_many` requests of ``region``'s pieces."""
+        return [(p.key, p.worker, p.src) for p in region.pieces]
+
+    @staticmethod
+    def _assembled(region: Region, parts: Sequence[Any]) -> np.ndarray:
+        """``region`` from its fetched pieces, in a new array the caller owns."""
+        parts = [
+            part.transpose(p.perm) if p.perm is not None else part
+            for p, part in zip(region.pieces, parts)
+        ]
+        out = assemble(region, parts)
+        # several pieces were copied into a new array; one piece may be a worker's block
+        # or a read-only view of Ray's object store
+        return out if len(parts) > 1 else np.array(out, copy=True)
 
     def delete(self, keys: Sequence[Key]) -> None:
         by_worker: dict[int, list[Key]] = {}

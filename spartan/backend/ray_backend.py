@@ -31,17 +31,20 @@ from __future__ import annotations
 import hashlib
 import heapq
 import logging
+import os
 import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend.base import Key, Piece, remote_pieces
+from spartan.backend import shared_output
+from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
@@ -119,8 +122,6 @@ class RayWorker(Worker):
         return failed
 
     def pid(self) -> int:
-        import os
-
         return os.getpid()
 
 
@@ -211,6 +212,8 @@ class RayBackend(Master):
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
         self._prune_at = PRUNE_MIN
+        self.driver_node = ray.get_runtime_context().get_node_id()
+        self._landing = shared_output.LandingZone()
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
 
     def _start(self, index: int) -> Any:
@@ -422,6 +425,7 @@ class RayBackend(Master):
                 (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole), protocol=5
             )
             ref = actor.run_task.remote(rec.fn, spec, *(r for r, _ in got))
+
             if rec.want_result:
                 self._refs[rec.seq] = ref
         self._sent(rec.worker, ref)
@@ -429,23 +433,51 @@ class RayBackend(Master):
         return ref
 
     # ---- waiting, with progress and recovery ---------------------------------------------
-    def wait(self, fetch: Sequence[tuple[Key, int | None, tuple | None]] = ()) -> list[Any]:
+    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
         self.release_held()
         for _ in range(3):
             pending, self._inflight = self._inflight, []
+            landing = self._landing_path(fetch) if fetch is not None else None
             try:
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
                 # calls to an actor run in order: these follow its tasks, in one round trip
                 if self.device == "gpu":
                     refs += [a.sync.remote() for a in self.actors]
                 first = len(refs)
-                refs += self._fetch_calls(fetch)
+                if fetch is not None:
+                    refs += self._fetch_calls(fetch, landing)
                 values = self._get(refs, progress=True)
                 self._last = {}  # idle (their futures may not have heard yet)
-                return values[first:]
+                if fetch is None:
+                    return None
+                if landing is not None:
+                    return self._landing.read(fetch.shape, np.dtype(fetch.dtype))
+                return self._assembled(fetch, values[first:])
             except LOSS_ERRORS:
                 self._recover(pending)
+            except BaseException:
+                if landing is not None:  # writes may still be on their way: a new zone
+                    self._landing.close()
+                raise
         raise RuntimeError("spartan could not recover from repeated worker failures")
+
+    def _landing_path(self, region: Region) -> str | None:
+        """The landing zone's path when ``region`` comes through it: big enough, plain
+        data, and every piece on the driver's host (:mod:`spartan.backend.shared_output`)."""
+        dtype = np.dtype(region.dtype) if region.shape is not None else None
+        if (
+            dtype is None
+            or dtype.hasobject
+            or int(np.prod(region.shape)) * dtype.itemsize < shared_output.MIN_BYTES
+            or self.device != "cpu"
+            or any(
+                self.nodes[self.owner(p.key, p.worker)] != self.driver_node for p in region.pieces
+            )
+        ):
+            return None
+        return self._landing.reserve(
+            int(np.prod(region.shape)) * dtype.itemsize, config.landing_zone_bytes
+        )
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
         self.wait()  # rebuilds anything lost first
@@ -455,13 +487,28 @@ class RayBackend(Master):
         self.release_held()
         for _ in range(3):
             try:
-                return self._get(self._fetch_calls(reqs))
+                return self._get(self._piece_calls(reqs))
             except LOSS_ERRORS:
                 self._recover([])
                 self.wait()
         raise RuntimeError("spartan could not recover from repeated worker failures")
 
-    def _fetch_calls(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+    def _fetch_calls(self, region: Region, landing: str | None) -> list[Any]:
+        """Calls that bring ``region`` to the driver: each owner's pieces written into
+        the landing zone, or each piece returned through the object store."""
+        if landing is None:
+            return self._piece_calls(self._requests(region))
+        mine: dict[int, list[Piece]] = {}
+        for p in region.pieces:
+            mine.setdefault(self.owner(p.key, p.worker), []).append(p)
+        return [
+            self.actors[w].write_shared.remote(
+                landing, Region(region.shape, region.dtype, tuple(ps))
+            )
+            for w, ps in mine.items()
+        ]
+
+    def _piece_calls(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
         return [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
 
     def _get(self, refs: list[Any], progress: bool = False) -> list[Any]:
@@ -574,6 +621,7 @@ class RayBackend(Master):
         self._queued, self._held, self._last = [], {}, {}
         self.actors = []
         self.nworkers = 0
+        self._landing.close()
 
 
 def _alive(actor: Any) -> bool:

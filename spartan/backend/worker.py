@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from spartan.backend.base import Key, Region
+from spartan.backend import shared_output
+from spartan.backend.base import Key, Piece, Region
 from spartan.backend.device import (
     array_module,
     contiguous,
@@ -59,10 +60,15 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
             return part.reshape(region.shape)
     xp = array_module(*parts) if parts else np
     out = xp.empty(region.shape, dtype=region.dtype)
+    fill(out, pieces, parts)
+    return out
+
+
+def fill(out: Any, pieces: Sequence[Piece], parts: Sequence[Any]) -> None:
+    """Write each piece's data (``parts[i]`` for ``pieces[i]``) at its place in ``out``."""
     for piece, part in zip(pieces, parts):
         target = out[piece.dst]
         copy_into(target, part.reshape(target.shape))
-    return out
 
 
 class RowStack:
@@ -158,6 +164,19 @@ class Worker:
         part = self.get_piece(key, src or ())
         self.counters["bytes_to_driver"] += nbytes_of(part)
         return part
+
+    def write_shared(self, path: str, region: Region) -> TaskFailed | None:
+        """Write ``region``'s pieces (all held here) into the driver's landing zone at
+        ``path`` (:mod:`spartan.backend.shared_output`); a failed block is returned."""
+        parts = []
+        for p in region.pieces:
+            block = self.store[p.key]
+            if isinstance(block, TaskFailed):
+                return block
+            parts.append(take(block, p.src, p.perm))
+        fill(shared_output.attach(path, region.shape, region.dtype), region.pieces, parts)
+        self.counters["bytes_to_driver"] += sum(nbytes_of(p) for p in parts)
+        return None
 
     # ---- tasks ----------------------------------------------------------------------
     def run(

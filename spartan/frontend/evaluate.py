@@ -13,7 +13,6 @@ import numpy as np
 
 from spartan.backend import session
 from spartan.backend.base import Backend, Region
-from spartan.backend.worker import assemble
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
@@ -122,8 +121,7 @@ def _evaluate(
             node.planned = planned
     finally:
         backend.tag = None
-    region = _whole(fetch) if fetch is not None else None
-    parts = backend.wait(_requests(region) if region is not None else ())
+    out = backend.wait(_region(fetch, full_box(fetch.shape)) if fetch is not None else None)
     for node in lowered:
         node.done()
     if planned is not None and planned.has_joins:  # learn real update costs for next time
@@ -137,7 +135,7 @@ def _evaluate(
         (planned_at - start) * 1e3,
         time.perf_counter() - planned_at,
     )
-    return _assembled(region, parts) if region is not None else None
+    return out
 
 
 def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
@@ -158,33 +156,12 @@ def to_numpy(expr: Expr) -> np.ndarray:
 
 def gather(expr: Expr, box: Box) -> np.ndarray:
     """``expr[box]`` on the driver (``expr`` evaluated or a view of an evaluated base)."""
-    region = _region(expr, box)
-    return _assembled(region, session.current().fetch_many(_requests(region)))
+    region = _region(expr, box)  # first: it raises for tiles of a session shut down
+    return session.current().wait(fetch=region)
 
 
 def _region(expr: Expr, box: Box) -> Region:
     return Region(box_shape(box), expr.dtype, tuple(read_pieces(expr, box, -1)))
-
-
-def _whole(expr: Expr) -> Region:
-    return _region(expr, full_box(expr.shape))
-
-
-def _requests(region: Region) -> list[tuple]:
-    """What :meth:`Backend.fetch_many` is asked for ``region``'s pieces."""
-    return [(p.key, p.worker, p.src) for p in region.pieces]
-
-
-def _assembled(region: Region, parts: Sequence[np.ndarray]) -> np.ndarray:
-    """``region`` from its fetched pieces, in a new array the caller owns."""
-    parts = [
-        part.transpose(p.perm) if p.perm is not None else part
-        for p, part in zip(region.pieces, parts)
-    ]
-    out = assemble(region, parts)
-    # several pieces were copied into a new array; one piece may be a worker's block
-    # or a read-only view of Ray's object store
-    return out if len(parts) > 1 else np.array(out, copy=True)
 
 
 __all__ = ["evaluate", "to_numpy", "gather"]
