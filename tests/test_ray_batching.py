@@ -155,6 +155,7 @@ def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypat
 def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend, monkeypatch):
     import spartan as sp
     from spartan.backend import session
+    from spartan.frontend import planning
 
     previous = session._current
     session.use(ray_backend)
@@ -168,6 +169,12 @@ def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend,
         )
         assert float((x * x).sum()) == float((np.arange(12.0) ** 2).sum())
         assert len(gets) == 1
+        # a join's measured bytes (learned update costs) are read at the next planning
+        assert float(x @ x) == float(np.arange(12.0) @ np.arange(12.0))
+        assert len(gets) == 2
+        assert planning._to_learn
+        sp.evaluate(x + 1)
+        assert not planning._to_learn
         with pytest.raises(ValueError, match="bad block"):
             sp.map(_fail, x).to_numpy()
     finally:

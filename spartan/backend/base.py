@@ -135,6 +135,10 @@ class Backend(Protocol):
     def stats(self) -> Stats:
         """Counters since the last :meth:`reset_stats`."""
 
+    def stats_later(self) -> Callable[[], Stats]:
+        """:meth:`stats` as of the tasks submitted so far, without waiting now: the
+        returned function gives them (waiting then, if it must)."""
+
     def reset_stats(self) -> None:
         """Zero the counters."""
 

@@ -127,7 +127,15 @@ class Master(ABC):
         """Send whatever the transport holds back (queued tasks, batched deletes)."""
 
     def stats(self) -> Stats:
-        per = self._worker_stats()
+        return self._summed(self._worker_stats())
+
+    def stats_later(self) -> Callable[[], Stats]:
+        """The counters as of now, read when called (see the protocol)."""
+        now = self.stats()
+        return lambda: now
+
+    @staticmethod
+    def _summed(per: list[dict[str, Any]]) -> Stats:
         total = Stats(per_worker=per)
         total.tasks = sum(p["tasks"] for p in per)
         total.bytes_moved = sum(p["bytes_in"] for p in per)

@@ -44,7 +44,7 @@ from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations 
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend import shared_output
-from spartan.backend.base import Key, Piece, Region, remote_pieces
+from spartan.backend.base import Key, Piece, Region, Stats, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
@@ -608,8 +608,12 @@ class RayBackend(Master):
         return self._get([a.memory.remote() for a in self.actors])
 
     def _worker_stats(self) -> list[dict[str, Any]]:
+        return self.stats_later()().per_worker
+
+    def stats_later(self) -> Callable[[], Stats]:
         self.release_held()
-        return self._get([a.stats.remote() for a in self.actors])
+        refs = [a.stats.remote() for a in self.actors]  # they run after the tasks sent
+        return lambda: self._summed(self._get(refs))
 
     def reset_stats(self) -> None:
         self.wait()

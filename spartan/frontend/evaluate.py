@@ -125,7 +125,7 @@ def _evaluate(
     for node in lowered:
         node.done()
     if planned is not None and planned.has_joins:  # learn real update costs for next time
-        planned.record(backend.stats().bytes_by_tag)
+        planning.learn_later(planned, backend.stats_later())
     from spartan.frontend.checkpoint import periodic
 
     periodic.after(lowered)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from spartan.backend import session
+from spartan.backend.base import Stats
 from spartan.config import config
 from spartan.frontend.expr import Expr
 from spartan.frontend.filter import Filter
@@ -82,6 +83,25 @@ class Planned:
 
 _history = UpdateHistory()
 log = logging.getLogger("spartan")
+#: evaluated plans with their measured bytes still to come (read at the next planning,
+#: so that an evaluation does not wait a round trip for them)
+_to_learn: list[tuple[Planned, Callable[[], Stats]]] = []
+
+
+def learn_later(planned: Planned, stats: Callable[[], Stats]) -> None:
+    """Record ``planned``'s measured bytes (``stats()``) before the next plan is made."""
+    _to_learn.append((planned, stats))
+
+
+def _learn() -> None:
+    while _to_learn:
+        planned, stats = _to_learn.pop(0)
+        try:
+            measured = stats().bytes_by_tag
+        except Exception as error:  # noqa: BLE001 -- e.g. a worker lost since: learn nothing
+            log.debug("no measured bytes for an earlier plan: %s", error)
+            continue
+        planned.record(measured)
 
 
 def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Planned]:
@@ -89,6 +109,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
 
     User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
     """
+    _learn()
     tilings = local_rules(order, nworkers)
     try:
         program, node_of, inputs = to_program(order)
