@@ -528,12 +528,15 @@ class DaskSystem(System):
 
         result = self.w.program(self.da, *self.inputs)
         if self.client is not None:
-            future = self.client.compute(result)
+            from dask.distributed import wait
+
+            futures = self.client.compute(result)  # a list for a tuple of results
             try:
-                return _to_numpy(future.result(timeout=PEER_TIMEOUT))
+                wait(futures, timeout=PEER_TIMEOUT)
             except TimeoutError:
-                self.client.cancel(future)
+                self.client.cancel(futures)
                 raise TimeoutError(f"a run did not finish within {PEER_TIMEOUT} s") from None
+            return _to_numpy(self.client.gather(futures))
         # explicit: a distributed Client, once created, becomes dask's default scheduler
         return _to_numpy(dask.compute(result, scheduler="threads", num_workers=CORES)[0])
 

@@ -1,0 +1,71 @@
+"""The driver's shared-memory landing zone (the Ray tests run fetches through it)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from spartan.backend import shared_output
+from spartan.backend.shared_output import LandingZone, attach
+
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir(shared_output.SHM_DIR), reason="no POSIX shared memory here"
+)
+
+
+def test_zone_grows_by_doubling_within_its_limit_and_is_removed():
+    zone = LandingZone()
+    path = zone.reserve(10, limit=1 << 30)
+    assert zone.size == shared_output.FIRST_BYTES and os.path.exists(path)
+    assert zone.reserve(shared_output.FIRST_BYTES, limit=1 << 30) == path  # still fits
+    bigger = zone.reserve(shared_output.FIRST_BYTES + 1, limit=1 << 30)
+    assert bigger != path and not os.path.exists(path)
+    assert zone.size == 2 * shared_output.FIRST_BYTES
+    assert zone.reserve(3 * shared_output.FIRST_BYTES, limit=3 * shared_output.FIRST_BYTES)
+    assert zone.size == 3 * shared_output.FIRST_BYTES  # doubling stops at the limit
+    assert zone.reserve(1 << 20, limit=1 << 10) is None  # over the limit
+    zone.close()
+    assert zone.path is None and not os.path.exists(bigger)
+
+
+def test_worker_writes_are_read_back_as_the_drivers_own_copy():
+    zone = LandingZone()
+    path = zone.reserve(8 * 12, limit=1 << 30)
+    attach(path, (3, 4), np.dtype(np.float64))[:] = np.arange(12.0).reshape(3, 4)
+    out = zone.read((3, 4), np.dtype(np.float64))
+    np.testing.assert_array_equal(out, np.arange(12.0).reshape(3, 4))
+    assert out.flags.owndata and out.flags.writeable
+    attach(path, (3, 4), np.dtype(np.float64))[:] = 0  # the next fetch's writes
+    np.testing.assert_array_equal(out, np.arange(12.0).reshape(3, 4))
+    zone.close()
+
+
+def test_a_worker_drops_its_mapping_of_a_removed_zone():
+    zone = LandingZone()
+    old = zone.reserve(8, limit=1 << 30)
+    attach(old, (1,), np.dtype(np.float64))
+    new = zone.reserve(shared_output.FIRST_BYTES + 8, limit=1 << 30)
+    attach(new, (1,), np.dtype(np.float64))
+    assert old not in shared_output._mapped and new in shared_output._mapped
+    zone.close()
+
+
+def test_no_shared_memory_means_no_zone(monkeypatch):
+    monkeypatch.setattr(shared_output, "SHM_DIR", "/nonexistent-spartan-shm")
+    assert LandingZone().reserve(8, limit=1 << 30) is None
+
+
+def test_zones_of_dead_drivers_are_removed():
+    dead = os.path.join(shared_output.SHM_DIR, f"{shared_output._PREFIX}999999999-test")
+    mine = os.path.join(shared_output.SHM_DIR, f"{shared_output._PREFIX}{os.getpid()}-test")
+    for path in (dead, mine):
+        open(path, "wb").close()
+    try:
+        LandingZone()
+        assert not os.path.exists(dead) and os.path.exists(mine)
+    finally:
+        for path in (dead, mine):
+            if os.path.exists(path):
+                os.unlink(path)
