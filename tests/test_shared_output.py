@@ -69,3 +69,21 @@ def test_zones_of_dead_drivers_are_removed():
         for path in (dead, mine):
             if os.path.exists(path):
                 os.unlink(path)
+
+
+def test_a_size_the_host_has_no_room_for_is_not_tried_again(monkeypatch):
+    calls = []
+
+    def full(fd, offset, size):
+        calls.append(size)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    zone = LandingZone()
+    assert zone.reserve(1 << 20, limit=1 << 30) is None
+    assert zone.reserve(1 << 20, limit=1 << 30) is None
+    assert calls == [shared_output.FIRST_BYTES]
+    assert not any(
+        p.startswith(f"{shared_output._PREFIX}{os.getpid()}-")
+        for p in os.listdir(shared_output.SHM_DIR)
+    )

@@ -425,7 +425,6 @@ class RayBackend(Master):
                 (rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole), protocol=5
             )
             ref = actor.run_task.remote(rec.fn, spec, *(r for r, _ in got))
-
             if rec.want_result:
                 self._refs[rec.seq] = ref
         self._sent(rec.worker, ref)

@@ -47,6 +47,8 @@ class LandingZone:
         self.path: str | None = None
         self.size = 0
         self._bytes: np.ndarray | None = None
+        #: the smallest size this host had no room for (not tried again)
+        self._no_room = float("inf")
         _remove_orphans()
 
     def reserve(self, nbytes: int, limit: int) -> str | None:
@@ -59,8 +61,11 @@ class LandingZone:
             size = max(FIRST_BYTES, self.size)
             while size < nbytes:
                 size *= 2
+            size = min(size, limit)
+            if size >= self._no_room:
+                return None
             self.close()
-            self._make(min(size, limit))
+            self._make(size)
         return self.path
 
     def _make(self, size: int) -> None:
@@ -75,6 +80,7 @@ class LandingZone:
             buf = mmap.mmap(fd, size, flags=_POPULATE)
         except OSError:
             os.unlink(path)
+            self._no_room = size
             return
         finally:
             os.close(fd)
