@@ -36,7 +36,7 @@ MIN_BYTES = 1 << 20
 FIRST_BYTES = 16 << 20
 #: fault every page of a mapping in at once (a write faulting page by page took
 #: 20 ms per 32 MB here, 4 ms once mapped)
-_POPULATE = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+_POPULATE = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)  # (0: Windows)
 _PREFIX = "spartan-landing-"
 
 
