@@ -79,8 +79,9 @@ class LocalBackend(Master):
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]
 
-    def _worker_stats(self) -> list[dict[str, Any]]:
-        return [w.stats() for w in self.workers]
+    def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
+        now = [w.stats() for w in self.workers]  # tasks ran when submitted
+        return lambda: now
 
     def reset_stats(self) -> None:
         for w in self.workers:

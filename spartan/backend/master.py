@@ -127,12 +127,11 @@ class Master(ABC):
         """Send whatever the transport holds back (queued tasks, batched deletes)."""
 
     def stats(self) -> Stats:
-        return self._summed(self._worker_stats())
+        return self.stats_later()()
 
     def stats_later(self) -> Callable[[], Stats]:
-        """The counters as of now, read when called (see the protocol)."""
-        now = self.stats()
-        return lambda: now
+        per_worker = self._worker_stats_later()
+        return lambda: self._summed(per_worker())
 
     @staticmethod
     def _summed(per: list[dict[str, Any]]) -> Stats:
@@ -166,4 +165,5 @@ class Master(ABC):
     def _delete(self, worker: int, keys: list[Key]) -> None: ...
 
     @abstractmethod
-    def _worker_stats(self) -> list[dict[str, Any]]: ...
+    def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
+        """Each worker's counters as of the tasks submitted so far, when called."""

@@ -44,7 +44,7 @@ from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations 
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend import shared_output
-from spartan.backend.base import Key, Piece, Region, Stats, remote_pieces
+from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
@@ -463,20 +463,18 @@ class RayBackend(Master):
     def _landing_path(self, region: Region) -> str | None:
         """The landing zone's path when ``region`` comes through it: big enough, plain
         data, and every piece on the driver's host (:mod:`spartan.backend.shared_output`)."""
-        dtype = np.dtype(region.dtype) if region.shape is not None else None
+        if region.shape is None or np.dtype(region.dtype).hasobject:
+            return None
+        nbytes = int(np.prod(region.shape)) * np.dtype(region.dtype).itemsize
         if (
-            dtype is None
-            or dtype.hasobject
-            or int(np.prod(region.shape)) * dtype.itemsize < shared_output.MIN_BYTES
+            nbytes < shared_output.MIN_BYTES
             or self.device != "cpu"
             or any(
                 self.nodes[self.owner(p.key, p.worker)] != self.driver_node for p in region.pieces
             )
         ):
             return None
-        return self._landing.reserve(
-            int(np.prod(region.shape)) * dtype.itemsize, config.landing_zone_bytes
-        )
+        return self._landing.reserve(nbytes, config.landing_zone_bytes)
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
         self.wait()  # rebuilds anything lost first
@@ -606,13 +604,10 @@ class RayBackend(Master):
         self.release_held()  # queued puts count
         return self._get([a.memory.remote() for a in self.actors])
 
-    def _worker_stats(self) -> list[dict[str, Any]]:
-        return self.stats_later()().per_worker
-
-    def stats_later(self) -> Callable[[], Stats]:
+    def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
         self.release_held()
         refs = [a.stats.remote() for a in self.actors]  # they run after the tasks sent
-        return lambda: self._summed(self._get(refs))
+        return lambda: self._get(refs)
 
     def reset_stats(self) -> None:
         self.wait()

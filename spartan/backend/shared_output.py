@@ -20,6 +20,7 @@ array([1., 1., 1., 1.])
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import mmap
 import os
@@ -124,10 +125,8 @@ def _remove_orphans() -> None:
     for path in glob.glob(os.path.join(SHM_DIR, _PREFIX + "*")):
         pid = path[len(os.path.join(SHM_DIR, _PREFIX)) :].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
-            try:
+            with contextlib.suppress(OSError):  # gone already, or not ours to remove
                 os.unlink(path)
-            except OSError:
-                pass
 
 
 def _alive(pid: int) -> bool:
