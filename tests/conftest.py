@@ -9,6 +9,7 @@ the default replication instead) so partitioning is really exercised.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -80,6 +81,8 @@ class _Spy:
 @pytest.fixture
 def actor_calls(ray_backend, monkeypatch):
     """``(worker, method)`` of every call the Ray backend makes to its actors."""
+    gc.collect()  # earlier tests' garbage: its deletes are not this test's calls
+    ray_backend.release_held()
     calls = []
     spies = [_Spy(calls, w, a) for w, a in enumerate(ray_backend.actors)]
     monkeypatch.setattr(ray_backend, "actors", spies)

@@ -208,6 +208,31 @@ def test_results_come_through_the_landing_zone(ray_backend, actor_calls, monkeyp
         session.use(previous)
 
 
+def test_a_kept_result_is_not_overwritten_by_later_fetches(ray_backend, monkeypatch):
+    """Results filling the zone are its memory, lent: a later fetch lands elsewhere."""
+    import spartan as sp
+    from spartan.backend import session, shared_output
+
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    monkeypatch.setattr(shared_output, "FIRST_BYTES", 64)
+    monkeypatch.setattr(ray_backend, "_landing", shared_output.LandingZone())
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        a = np.arange(7.0 * 5).reshape(7, 5)
+        x = sp.array(a, tiling="block")
+        first = x.to_numpy()
+        assert not first.flags.owndata  # lent, not copied
+        second = (x + 1).to_numpy()
+        first[:] = -1
+        third = x.T.to_numpy()
+        np.testing.assert_array_equal(second, a + 1)
+        np.testing.assert_array_equal(third, a.T)
+        np.testing.assert_array_equal(first, -1)
+    finally:
+        session.use(previous)
+
+
 def test_a_host_without_shared_memory_fetches_through_the_object_store(
     ray_backend, actor_calls, monkeypatch
 ):

@@ -42,6 +42,45 @@ def test_worker_writes_are_read_back_as_the_drivers_own_copy():
     zone.close()
 
 
+def _landed(zone, values):
+    """``values`` as a worker writes them into ``zone`` and the driver reads them back."""
+    path = zone.reserve(values.nbytes, limit=1 << 30)
+    attach(path, values.shape, values.dtype)[:] = values
+    return path, zone.read(values.shape, values.dtype)
+
+
+def test_a_result_filling_the_zone_is_lent_until_freed(monkeypatch):
+    import gc
+
+    monkeypatch.setattr(shared_output, "FIRST_BYTES", 1024)
+    zone = LandingZone()
+    first = np.arange(100.0)  # 800 of 1024 bytes: lent, not copied
+    path, out = _landed(zone, first)
+    assert not out.flags.owndata and out.flags.writeable and zone.path is None
+    view = out[10:]
+    del out
+    gc.collect()
+    # the view keeps it lent: the next fetch lands elsewhere
+    other, second = _landed(zone, first + 1)
+    assert other != path and os.path.exists(path)
+    np.testing.assert_array_equal(view, first[10:])
+    np.testing.assert_array_equal(second, first + 1)
+    del view
+    gc.collect()  # comes back, as the free zone (the second is still lent)
+    assert zone.path == path
+    third = _landed(zone, first + 2)[1]  # lands in it, lent again
+    np.testing.assert_array_equal(third, first + 2)
+    small = _landed(zone, np.arange(10.0))[1]  # 80 bytes: copied, in a zone that stays free
+    assert small.flags.owndata and zone.path not in (None, path, other)
+    del second
+    gc.collect()  # came back while another zone was free: removed
+    assert not os.path.exists(other)
+    del third
+    gc.collect()
+    zone.close()
+    assert not os.path.exists(path)
+
+
 def test_a_worker_drops_its_mapping_of_a_removed_zone():
     zone = LandingZone()
     old = zone.reserve(8, limit=1 << 30)
