@@ -44,8 +44,9 @@ class Config:
     #: see :mod:`spartan.backend.heap`. Read when the workers start.
     worker_keep_freed_bytes: int | None = None
     #: largest result the driver fetches through its shared-memory landing zone, which
-    #: it keeps (at up to this size) for every later fetch (0: always through Ray's
-    #: object store); see :mod:`spartan.backend.shared_output`
+    #: it keeps (at up to this size) for every later fetch, lending it to a result that
+    #: fills most of it (0: always through Ray's object store); see
+    #: :mod:`spartan.backend.shared_output`
     landing_zone_bytes: int = 1 << 30
     #: directory for periodic checkpoints of evaluated tiles (None: off)
     checkpoint_dir: str | None = os.environ.get("SPARTAN_CHECKPOINT_DIR")

@@ -6,8 +6,8 @@ fresh pages cost a host fault each: fetching ``X @ w`` (64 MB from 2 workers) to
 about 65 ms after the product. Here the driver keeps one shared-memory file whose pages
 stay resident; the workers on its host write their pieces into it in parallel (into a
 mapping they keep), and the driver returns the zone's memory as the result, lent to
-it until that array is freed (512 MB: 0.10-0.11 s with a copy out, against 0.26-0.62 s
-through the store). Workers on other hosts, GPU tiles and results over
+it until that array is freed (512 MB: 0.04-0.05 s; 0.10-0.11 s with a copy out; 0.13-0.90
+s through the store). Workers on other hosts, GPU tiles and results over
 ``spartan.config.landing_zone_bytes`` take the object store.
 
 >>> zone = LandingZone()
