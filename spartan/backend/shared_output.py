@@ -53,8 +53,9 @@ class LandingZone:
     """The driver's shared-memory file, grown on demand and reused for every fetch.
 
     A result that fills most of the zone is not copied out: the caller's array is the
-    zone's memory, lent until that array is freed. Meanwhile fetches use a new zone; the
-    one lent comes back for the fetches after."""
+    zone's memory, lent until that array is freed (a zone is under twice the result it
+    holds). Meanwhile fetches use a new zone; the one lent comes back for the fetches
+    after."""
 
     def __init__(self) -> None:
         self._zone: _Zone | None = None
@@ -118,7 +119,7 @@ class LandingZone:
         # first array whose base is not an array): when it goes, so has the result
         lent = np.frombuffer(zone.buf, np.uint8, nbytes)
         self._zone = None
-        weakref.finalize(lent, _give_back, weakref.ref(self), zone)
+        weakref.finalize(lent, _give_back, weakref.ref(self), zone).atexit = False
         return lent.view(dtype).reshape(shape)
 
     def close(self) -> None:
@@ -130,8 +131,9 @@ class LandingZone:
 
 
 def _give_back(owner: weakref.ref[LandingZone], zone: _Zone) -> None:
-    """A lent zone's result was freed: the zone serves the next fetch, unless one has
-    been made meanwhile (never swapped under a fetch in progress) or the owner closed."""
+    """A lent zone's result was freed: the zone serves the next fetch, unless another
+    has been made meanwhile (never swapped under a fetch in progress) or its landing
+    zone is gone."""
     landing = owner()
     if landing is not None and landing._zone is None:
         landing._zone = zone
