@@ -274,14 +274,18 @@ def test_gram_of_a_map_computes_each_chunk_once(local, tiling, monkeypatch):
     (NumPy's BLAS then does a rank-k update, half a general product's work)."""
     from spartan.frontend import pipeline
 
-    rows, run_rows = [], pipeline.run_rows
+    rows, map_rows = [], pipeline._map_rows
 
-    def counted(tree, blocks, lo, hi, first):
-        if tree[0] == "map":
+    def counted(*node):
+        run = map_rows(*node)
+
+        def run_counted(blocks, lo, hi, first):
             rows.append(hi - lo)
-        return run_rows(tree, blocks, lo, hi, first)
+            return run(blocks, lo, hi, first)
 
-    monkeypatch.setattr(pipeline, "run_rows", counted)
+        return run_counted
+
+    monkeypatch.setattr(pipeline, "_map_rows", counted)
     X = numpy.random.default_rng(4).random((29, 6))
     Y = sp.asarray(X, tiling=tiling) - 0.5
     G = Y.T @ Y

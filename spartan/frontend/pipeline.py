@@ -36,7 +36,7 @@ from spartan.frontend.join_update import Extent, JoinUpdate
 from spartan.frontend.map import Map
 from spartan.tiling import Box, Tiling
 
-Tree = tuple  # see run_rows
+Tree = tuple  # see rows_of
 
 
 @dataclass
@@ -328,44 +328,87 @@ def _view_tree(view: Expr, axis: int, sub: Tree) -> Tree:
     return ("view", tuple(src), vm.perm(), view.shape, axis, sub)
 
 
-def run_rows(tree: Tree, blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
-    """Rows ``lo:hi`` (of the group whose first global row is ``first``) of ``tree``."""
+#: rows ``lo:hi`` of a tree, from the blocks of its leaves: ``f(blocks, lo, hi, first)``
+#: (``first``: the global row of the group's row 0)
+Rows = Callable[[Sequence[Any], int, int, int], Any]
+
+
+def rows_of(tree: Tree) -> Rows:
+    """The function computing ``tree``'s rows, made by walking the tree once: chunks are
+    small (thousands of rows), so a walk per chunk cost as much as some of its kernels.
+
+    >>> rows_of(("leaf", 0, True))([np.arange(6)], 2, 4, 0)
+    array([2, 3])
+    """
     kind = tree[0]
     if kind == "leaf":
-        block = blocks[tree[1]]
-        return block[lo:hi] if tree[2] else block
+        i = tree[1]
+        if tree[2]:
+            return lambda blocks, lo, hi, first: blocks[i][lo:hi]
+        return lambda blocks, lo, hi, first: blocks[i]
     if kind == "const":
-        return tree[1]
+        value = tree[1]
+        return lambda blocks, lo, hi, first: value
     if kind == "map":
-        _, fn, subs, dtype, tail, _ = tree
-        out = fn(*(run_rows(s, blocks, lo, hi, first) for s in subs))
+        return _map_rows(*tree[1:5])
+    if kind == "fold":
+        return _fold_rows(*tree[1:5])
+    if kind == "dot":
+        return _dot_rows(*tree[1:5])
+    _, src, perm, shape, axis, sub = tree  # a view
+    part_of = rows_of(sub)
+
+    def view(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        part = part_of(blocks, lo, hi, first)[src]
+        if perm is not None:
+            part = part.transpose(perm)
+        return part.reshape(shape[:axis] + (hi - lo,) + shape[axis + 1 :])
+
+    return view
+
+
+def _map_rows(fn: Callable[..., Any], subs: Sequence[Tree], dtype: Any, tail: tuple) -> Rows:
+    args_of = [rows_of(s) for s in subs]
+
+    def map_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        out = fn(*[f(blocks, lo, hi, first) for f in args_of])
+        shape = (hi - lo, *tail)
+        if type(out) is np.ndarray and out.shape == shape and out.dtype == dtype:
+            return out
         xp = array_module(out)  # the inputs' device (not a scan of every block per chunk)
         out = xp.asarray(out)
-        shape = (hi - lo, *tail)
         if out.shape != shape:
             out = xp.broadcast_to(out, shape)
         return out.astype(dtype, copy=False)
-    if kind == "fold":
-        _, direct, axes, sub, dtype, _ = tree
-        block = run_rows(sub, blocks, lo, hi, first)
+
+    return map_rows
+
+
+def _fold_rows(direct: Callable[..., Any], axes: Any, sub: Tree, dtype: Any) -> Rows:
+    block_of = rows_of(sub)
+
+    def fold_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        block = block_of(blocks, lo, hi, first)
         box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
         out = direct(block, axes, box)
         return array_module(out).asarray(out).astype(dtype, copy=False)
-    if kind == "dot":
-        _, f_join, xsub, ysub, dtype, _ = tree
-        x = run_rows(xsub, blocks, lo, hi, first)
-        y = run_rows(ysub, blocks, lo, hi, first)
+
+    return fold_rows
+
+
+def _dot_rows(f_join: Callable[..., Any], xsub: Tree, ysub: Tree, dtype: Any) -> Rows:
+    x_of, y_of = rows_of(xsub), rows_of(ysub)
+
+    def dot_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        x, y = x_of(blocks, lo, hi, first), y_of(blocks, lo, hi, first)
         ext = (
             Extent(((first + lo, first + hi), *((0, n) for n in x.shape[1:]))),
             Extent(tuple((0, n) for n in y.shape)),
         )
         ((_, update),) = f_join(ext, x, y)
         return update.astype(dtype, copy=False)
-    _, src, perm, shape, axis, sub = tree  # a view
-    part = run_rows(sub, blocks, lo, hi, first)[src]
-    if perm is not None:
-        part = part.transpose(perm)
-    return part.reshape(shape[:axis] + (hi - lo,) + shape[axis + 1 :])
+
+    return dot_rows
 
 
 class ChunkedJoin:
@@ -418,6 +461,7 @@ class ChunkedJoin:
         self, f_join: Callable[..., Any], extents: Sequence[Extent], blocks: Sequence[Any]
     ) -> list[tuple[Any, Any]]:
         parts, step = self._split(blocks), self.rows
+        runs = [None if spec is None else rows_of(spec[0]) for spec in self.layout]
         n = next(ext.shape[a] for ext, a in zip(extents, self.axes) if a >= 0)
         out: list[tuple[Any, Any]] = []
         for lo in range(0, n, step):
@@ -434,7 +478,7 @@ class ChunkedJoin:
                 elif spec is None:
                     chunk.append(bs[0][(slice(None),) * a + (slice(lo, hi),)])
                 else:
-                    chunk.append(run_rows(spec[0], bs, lo, hi, first))
+                    chunk.append(runs[i](bs, lo, hi, first))
                 box = list(ext.box)
                 box[a] = (first + lo, first + hi)
                 exts.append(Extent(tuple(box)))
@@ -474,10 +518,10 @@ class FoldRows:
         self.row_stacks = ri.rowwise
 
     def __call__(self, *blocks: Any) -> Any:
-        first = self.box[0][0]
+        first, rows = self.box[0][0], rows_of(self.tree)
 
         def chunk(lo: int, hi: int) -> Any:
-            return run_rows(self.tree, blocks, lo, hi, first)
+            return rows(blocks, lo, hi, first)
 
         partial = reduce_rows(chunk, self.box, self.rows, self.local, self.combine, self.axes)
         return array_module(partial).asarray(partial)
@@ -497,13 +541,13 @@ class FoldTile:
         self.rows = chunk_rows(ri.row_bytes + int(np.dtype(dtype).itemsize), chunk_bytes)
 
     def __call__(self, *blocks: Any) -> Any:
-        n, step = self.nleaves, self.rows
+        n, step, rows = self.nleaves, self.rows, rows_of(self.tree)
         out = None
         for gi, (start, first, last) in enumerate(self.groups):
             bs = blocks[gi * n : (gi + 1) * n]
             for lo in range(0, last - first, step):
                 hi = min(last - first, lo + step)
-                block = run_rows(self.tree, bs, lo, hi, first)
+                block = rows(bs, lo, hi, first)
                 box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
                 part = self.direct(block, self.axes, box)
                 xp = array_module(part)
