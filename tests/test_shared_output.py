@@ -124,3 +124,25 @@ def test_a_size_the_host_has_no_room_for_is_not_tried_again(monkeypatch):
     assert zone.reserve(1 << 20, limit=1 << 30) is None
     assert calls == [shared_output.FIRST_BYTES]
     assert set(os.listdir(shared_output.SHM_DIR)) <= before  # the failed file is gone
+
+
+def test_a_lent_zone_coming_back_lets_a_size_be_tried_again(monkeypatch):
+    import gc
+
+    monkeypatch.setattr(shared_output, "FIRST_BYTES", 1024)
+    zone = LandingZone()
+    _, out = _landed(zone, np.arange(100.0))  # lent
+    real, calls = os.posix_fallocate, []
+
+    def full(fd, offset, size):
+        calls.append(size)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    assert zone.reserve(800, limit=1 << 30) is None  # the lent result holds the room
+    monkeypatch.setattr(os, "posix_fallocate", real)
+    del out
+    gc.collect()
+    assert zone.reserve(4096, limit=1 << 30) is not None  # tried again, and made
+    assert calls == [1024]
+    zone.close()

@@ -135,6 +135,8 @@ def _give_back(owner: weakref.ref[LandingZone], zone: _Zone) -> None:
     has been made meanwhile (never swapped under a fetch in progress) or its landing
     zone is gone."""
     landing = owner()
+    if landing is not None:
+        landing._no_room = float("inf")  # the memory it held may be what a size lacked
     if landing is not None and landing._zone is None:
         landing._zone = zone
     else:
