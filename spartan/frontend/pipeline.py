@@ -334,8 +334,9 @@ Rows = Callable[[Sequence[Any], int, int, int], Any]
 
 
 def rows_of(tree: Tree) -> Rows:
-    """The function computing ``tree``'s rows, made by walking the tree once: chunks are
-    small (thousands of rows), so a walk per chunk cost as much as some of its kernels.
+    """The function computing ``tree``'s rows, made by walking the tree once per task
+    instead of once per chunk (thousands of rows each): logistic regression in 0.5 MB
+    chunks took 0.35-0.38 s instead of 0.41 s.
 
     >>> rows_of(("leaf", 0, True))([np.arange(6)], 2, 4, 0)
     array([2, 3])
