@@ -55,7 +55,8 @@ class LandingZone:
     A result that fills most of the zone is not copied out: the caller's array is the
     zone's memory, lent until that array is freed (a zone is under twice the result it
     holds). Meanwhile fetches use a new zone; the one lent comes back for the fetches
-    after."""
+    after. (Being a shared mapping, a lent result is not copied on write in a process
+    forked while it lives.)"""
 
     def __init__(self) -> None:
         self._zone: _Zone | None = None
