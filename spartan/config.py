@@ -28,7 +28,7 @@ class Config:
     pipeline_rows: bool = True
     #: bytes one pipeline chunk touches (its inputs and every intermediate), within a
     #: core's share of the last-level cache (32 MB for 2 cores here): a 2 GB logistic
-    #: regression took 9-19% less time than with 2 MB chunks, whose per-chunk calls
+    #: regression took 9-18% less time than with 2 MB chunks, whose per-chunk calls
     #: (two products and five element-wise kernels on a few thousand rows) add up
     pipeline_chunk_bytes: int = 8 << 20
     #: tall matrices of fewer bytes are QR-factored by one task, not by TSQR
