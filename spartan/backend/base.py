@@ -128,8 +128,9 @@ class Backend(Protocol):
     def wait(self, fetch: Region | None = None) -> np.ndarray | None:
         """Barrier: every submitted task has finished; re-raises a task's error.
 
-        Returns the ``fetch`` region assembled on the driver (a new array of its own),
-        pulled in the same wait: a value forced right after its evaluation costs one
+        Returns the ``fetch`` region assembled on the driver (a new array that nothing
+        else uses; a big one may be lent shared memory, see
+        :mod:`spartan.backend.shared_output`), pulled in the same wait: a value forced right after its evaluation costs one
         round trip."""
 
     def stats(self) -> Stats:

@@ -465,7 +465,7 @@ class RayBackend(Master):
         data, and every piece on the driver's host (:mod:`spartan.backend.shared_output`)."""
         if region.shape is None or np.dtype(region.dtype).hasobject:
             return None
-        nbytes = int(np.prod(region.shape)) * np.dtype(region.dtype).itemsize
+        nbytes = shared_output.array_bytes(region.shape, region.dtype)
         if (
             nbytes < shared_output.MIN_BYTES
             or self.device != "cpu"

@@ -41,6 +41,11 @@ _POPULATE = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)  #
 _PREFIX = "spartan-landing-"
 
 
+def array_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
+    """Bytes of an array of ``shape`` and ``dtype`` (what a fetch needs of the zone)."""
+    return int(np.prod(shape)) * np.dtype(dtype).itemsize
+
+
 class _Zone:
     """One shared-memory file and the driver's mapping of it; the file goes with it."""
 
@@ -113,12 +118,12 @@ class LandingZone:
         here), else a copy."""
         zone = self._zone
         assert zone is not None
-        nbytes = int(np.prod(shape)) * dtype.itemsize
-        if 2 * nbytes <= zone.size:
-            return np.frombuffer(zone.buf, np.uint8, nbytes).view(dtype).reshape(shape).copy()
+        size = array_bytes(shape, dtype)
+        if 2 * size <= zone.size:
+            return np.frombuffer(zone.buf, np.uint8, size).view(dtype).reshape(shape).copy()
         # every view of the result keeps ``lent`` (NumPy collapses a view's base to the
         # first array whose base is not an array): when it goes, so has the result
-        lent = np.frombuffer(zone.buf, np.uint8, nbytes)
+        lent = np.frombuffer(zone.buf, np.uint8, size)
         self._zone = None
         weakref.finalize(lent, _give_back, weakref.ref(self), zone).atexit = False
         return lent.view(dtype).reshape(shape)
@@ -163,8 +168,7 @@ def attach(path: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
             whole = _mapped[path] = np.frombuffer(
                 mmap.mmap(f.fileno(), 0, flags=_POPULATE), np.uint8
             )
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    return whole[:nbytes].view(dtype).reshape(shape)
+    return whole[: array_bytes(shape, dtype)].view(dtype).reshape(shape)
 
 
 def _remove_orphans() -> None:
