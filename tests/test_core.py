@@ -160,6 +160,27 @@ def test_setitem_is_functional(backend, tiling):
     np.testing.assert_array_equal(y.to_numpy(), a2)
 
 
+@pytest.mark.parametrize("to", ["row", "column", "block", "dup"])
+def test_retile_and_copy_keep_the_values(backend, tiling, to):
+    a = data((9, 7), 13)
+    y = sp.array(a, tiling=tiling).retile(to)
+    np.testing.assert_array_equal(y.to_numpy(), a)
+    np.testing.assert_array_equal((sp.copy(y) * 2).to_numpy(), a * 2)
+    np.testing.assert_array_equal(y.T.retile(tiling).to_numpy(), a.T)
+
+
+def test_a_copy_kernel_keeps_an_assembled_region_and_copies_a_view():
+    from spartan.frontend.map import COPY, Kernel
+
+    kernel = Kernel(COPY, np.dtype(float), True).for_shape((300, 300))
+    assembled = np.ones((300, 300))
+    assert kernel(assembled) is assembled
+    block = data((600, 300), 14)
+    out = kernel(block[:300])
+    assert not np.shares_memory(out, block)
+    np.testing.assert_array_equal(out, block[:300])
+
+
 @given(
     shape=st.lists(st.integers(1, 7), min_size=1, max_size=3),
     seed=st.integers(0, 1000),
