@@ -67,10 +67,10 @@ class Kernel:
         shape = self.shape
         rows = shape[0] if shape else 0
         xp = array_module(*blocks)
-        if self.tree == COPY and blocks[0].shape == shape and blocks[0].dtype == self.dtype:
+        block = blocks[0] if self.tree == COPY else None
+        if isinstance(block, xp.ndarray) and block.shape == shape and block.dtype == self.dtype:
             # a region assembled from several pieces is new memory: it is the tile (copying
             # it again took half of an 8000^2 re-tiling's time); a view of one block is copied
-            block = blocks[0]
             return block if block.flags.owndata else block.copy()
         if self.elementwise and xp is np and rows > 1 and int(np.prod(shape)) > 2 * CHUNK:
             out = np.empty(shape, self.dtype)
