@@ -130,8 +130,8 @@ class Backend(Protocol):
 
         Returns the ``fetch`` region assembled on the driver (a new array that nothing
         else uses; a big one may be lent shared memory, see
-        :mod:`spartan.backend.shared_output`), pulled in the same wait: a value forced right after its evaluation costs one
-        round trip."""
+        :mod:`spartan.backend.shared_output`), pulled in the same wait: a value forced
+        right after its evaluation costs one round trip."""
 
     def stats(self) -> Stats:
         """Counters since the last :meth:`reset_stats`."""

@@ -119,11 +119,11 @@ class LandingZone:
         zone = self._zone
         assert zone is not None
         size = array_bytes(shape, dtype)
+        lent = np.frombuffer(zone.buf, np.uint8, size)
         if 2 * size <= zone.size:
-            return np.frombuffer(zone.buf, np.uint8, size).view(dtype).reshape(shape).copy()
+            return lent.view(dtype).reshape(shape).copy()
         # every view of the result keeps ``lent`` (NumPy collapses a view's base to the
         # first array whose base is not an array): when it goes, so has the result
-        lent = np.frombuffer(zone.buf, np.uint8, size)
         self._zone = None
         weakref.finalize(lent, _give_back, weakref.ref(self), zone).atexit = False
         return lent.view(dtype).reshape(shape)
