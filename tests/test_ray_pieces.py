@@ -96,13 +96,37 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_call
         )
         be.submit(w, _copy, [other], [("ex", "got", w)])
     be.wait()
-    # each worker: its producer, the piece the other reads (once), its reader
+    # each worker: its producer, the piece the other reads (once, as a letter: both
+    # workers are on this node), its reader
     for w in (0, 1):
         assert [method for worker, method in actor_calls if worker == w] == [
             "run_task",
-            "get_piece",
+            "post",
             "run_task",
         ]
     for w in (0, 1):
         np.testing.assert_array_equal(be.fetch(("ex", "got", w)), np.full(4, float(1 - w)))
     be.delete([("ex", k, w) for k in ("x", "made", "got") for w in (0, 1)])
+
+
+def test_a_big_piece_for_a_reader_on_the_same_node_goes_apart_from_its_letter(
+    ray_backend, actor_calls
+):
+    """A piece over ``channel.MAX_BYTES`` comes through the object store (the letter
+    only says so); a small one in the letter. Both arrive whole."""
+    from spartan.backend import channel
+
+    be = ray_backend
+    n = channel.MAX_BYTES // 8 + 1000
+    be.put(("pc5", "x"), np.arange(float(n)), 0)
+    be.submit(0, _copy, [("pc5", "x")], [("pc5", "made")])
+    for key, stop in (("big", n), ("small", 10)):
+        region = Region(
+            (stop,), np.dtype(float), (Piece(0, ("pc5", "made"), (slice(0, stop),), ()),)
+        )
+        be.submit(1, _copy, [region], [("pc5", key)])
+    be.wait()
+    assert [m for w, m in actor_calls if w == 0].count("post") == 2
+    np.testing.assert_array_equal(be.fetch(("pc5", "big")), np.arange(float(n)))
+    np.testing.assert_array_equal(be.fetch(("pc5", "small")), np.arange(10.0))
+    be.delete([("pc5", k) for k in ("x", "made", "big", "small")])

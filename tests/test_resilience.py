@@ -33,6 +33,34 @@ def test_worker_killed_mid_computation_is_recovered(ray_backend):
     assert ray_backend.recoveries == before + 1
 
 
+def _slow_copy(x):
+    import time
+
+    time.sleep(1.0)
+    return np.array(x)
+
+
+def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(ray_backend):
+    """Worker 1 waits for a piece worker 0 is still making when worker 0 dies: the
+    wait ends (no hang), and the piece is made again and read."""
+    from spartan.backend.base import Piece, Region
+
+    be = ray_backend
+    x = np.arange(12.0)
+    be.put(("lt", "x"), x, 0)
+    be.wait()
+    be.submit(0, _slow_copy, [("lt", "x")], [("lt", "made")])
+    region = Region((12,), np.dtype(float), (Piece(0, ("lt", "made"), (slice(0, 12),), ()),))
+    be.submit(1, np.negative, [region], [("lt", "got")])
+    pid = be._get([be.actors[0].pid.remote()])[0]
+    before = be.recoveries
+    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    be.wait()
+    assert be.recoveries == before + 1
+    np.testing.assert_array_equal(be.fetch(("lt", "got")), -x)
+    be.delete([("lt", k) for k in ("x", "made", "got")])
+
+
 def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
     sp.backend.session.use(ray_backend)
     x = sp.random.rand(50, 8) + sp.arange(8)

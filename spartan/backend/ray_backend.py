@@ -1,12 +1,15 @@
 """The Ray backend: one actor per worker; the driver only wires ObjectRefs.
 
-A task's remote pieces are ``owner.get_piece.remote(...)`` refs passed straight into
-``receiver.run_task.remote(...)``, so tile data moves worker-to-worker through Ray's
-object store and the driver never blocks while building the task graph. A block sent
-from the driver already lies in the object store: a reader on its node gets the whole
-block there, mapped without a copy, and cuts its piece itself. Calls from
-the driver to one actor run in submission order, so a piece requested after the task
-that writes its block sees that block. The tasks of one operator are held until
+A task's remote pieces move worker to worker and the driver never blocks while building
+the task graph. For a reader on the owner's node, the owner writes the piece into a
+*letter* in shared memory (``owner.post.remote(...)``, :mod:`spartan.backend.channel`)
+and the reader's task, sent at once, waits for it there; a piece for a reader on
+another node is an ``owner.get_piece.remote(...)`` ref passed into
+``receiver.run_task.remote(...)``, through Ray's object store (Ray sends that task on
+once the driver hears the piece is ready). A block sent from the driver already lies
+in the object store: a reader on its node gets the whole block there, mapped without a
+copy, and cuts its piece itself. Calls from the driver to one actor run in submission
+order, so a piece requested after the task that writes its block sees that block. The tasks of one operator are held until
 :meth:`RayBackend.flush`: pieces of blocks that already exist are requested first, so
 they never queue behind the owner's own share of that operator (one long task per
 worker would otherwise run on the workers one after another); pieces of blocks made in
@@ -43,12 +46,12 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend import shared_output
+from spartan.backend import channel, shared_output
 from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
-from spartan.backend.worker import TaskFailed, Worker, take
+from spartan.backend.worker import TaskFailed, Worker, nbytes_of, take
 from spartan.config import config
 
 log = logging.getLogger("spartan")
@@ -67,6 +70,7 @@ LOSS_ERRORS = (
     ray.exceptions.RayActorError,
     ray.exceptions.ObjectLostError,
     ray.exceptions.OwnerDiedError,
+    channel.PeerLost,
 )
 
 
@@ -82,15 +86,33 @@ class RayWorker(Worker):
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
 
     def run_task(self, fn: Callable[..., Any] | bytes, spec: bytes, *remote: Any) -> Any:
-        """``remote`` holds the remote pieces' data; where ``whole`` says so, the whole
-        block in this node's object store, which this worker cuts the piece from."""
+        """``remote`` holds the remote pieces' data, or the :class:`~channel.Letter` it
+        comes in; where ``whole`` says so, the whole block in this node's object store,
+        which this worker cuts the piece from."""
         inputs, outputs, want_result, nodes, tag, whole = pickle.loads(spec)
+        # every letter is read, even after a failed piece: none is left behind
+        remote = tuple(_open(part) if isinstance(part, channel.Letter) else part for part in remote)
         if any(whole):
             pieces = remote_pieces(self.index, inputs)
             remote = tuple(
                 _cut(part, p) if w else part for part, p, w in zip(remote, pieces, whole)
             )
         return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
+
+    def post(self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None) -> Any:
+        """Write ``block[src]`` as the letter at ``path`` for a reader on this host
+        (:mod:`spartan.backend.channel`); a piece over ``channel.MAX_BYTES`` is returned
+        instead (into the object store, where the reader maps it) and the letter says
+        so. An error getting the piece goes to the reader, whose task re-raises it."""
+        try:
+            part = self.get_piece(key, src, perm)
+        except Exception as error:  # noqa: BLE001
+            part = TaskFailed(error.with_traceback(None))
+        if nbytes_of(part) > channel.MAX_BYTES:
+            channel.post(path, channel.SentApart)
+            return part
+        channel.post(path, part)
+        return None
 
     def _run_sent(self, fn: Callable[..., Any] | bytes, inputs, outputs, *rest: Any) -> Any:  # noqa: ANN001
         """:meth:`Worker.run` for a function as sent (small ones travel pickled); one that
@@ -123,6 +145,17 @@ class RayWorker(Worker):
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def _open(letter: channel.Letter) -> Any:
+    """A letter's piece, or a :class:`TaskFailed` (which fails the task reading it) when
+    its writer died: the driver then recovers, as from a lost Ray object. A piece sent
+    apart is the return value of the writer's ``post`` call (``letter.apart``)."""
+    try:
+        part = letter.receive()
+        return ray.get(letter.apart[0]) if part is channel.SentApart else part
+    except (channel.PeerLost, *LOSS_ERRORS) as error:
+        return TaskFailed(error)
 
 
 def _cut(block: Any, p: Piece) -> Any:
@@ -196,6 +229,9 @@ class RayBackend(Master):
                 f"could not start {self.nworkers} spartan workers within 120 s: the cluster "
                 f"offers {ray.available_resources()}; ask for fewer workers"
             ) from None
+        self.pids = ray.get([a.pid.remote() for a in self.actors])
+        #: names the letters pieces pass through on one host; None: no shared memory
+        self._mailbox = channel.Mailbox() if channel.Mailbox.available() else None
         self.lineage = Lineage()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         #: puts and tasks logged but not sent yet (see :meth:`flush`)
@@ -385,22 +421,28 @@ class RayBackend(Master):
         for w in list(self._held):
             self._release(w)
 
-    def _get_piece(self, p: Piece, reader: Record) -> tuple[ray.ObjectRef, bool]:
-        """A ref to piece ``p``'s data for task ``reader``, and whether it is the whole
-        block: a block sent from the driver lies in the object store, where a reader on
-        the same node maps it without a copy; else its owner copies the piece. (The put
-        must precede the reader: one logged after it, under the same key, is not yet
-        what the reader may see.)"""
+    def _get_piece(self, p: Piece, reader: Record) -> tuple[ray.ObjectRef | channel.Letter, bool]:
+        """What task ``reader`` gets for piece ``p``, and whether it is the whole block.
+
+        A block sent from the driver lies in the object store, where a reader on the
+        same node maps it without a copy (the put must precede the reader: one logged
+        after it, under the same key, is not yet what the reader may see). Else the
+        block's owner copies the piece: for a reader on its node, into a letter
+        (:mod:`spartan.backend.channel`), which the reader waits for itself; for one on
+        another node, into the object store, whose ref Ray resolves at the driver before
+        the reader's task is sent on."""
         made = self.lineage.made_by.get((p.key, p.worker))
-        if (
-            made is not None
-            and made.value is not None
-            and made.seq < reader.seq
-            and self.nodes[p.worker] == self.nodes[reader.worker]
-        ):
+        near = self.nodes[p.worker] == self.nodes[reader.worker]
+        if made is not None and made.value is not None and made.seq < reader.seq and near:
             return made.value, True
         self._release(p.worker)  # the block may come from a held task
-        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
+        owner = self.actors[p.worker]
+        if near and self._mailbox is not None:
+            letter = self._mailbox.letter(self.pids[p.worker])
+            # (in a list, the ref is not resolved here: only a big piece needs it)
+            letter.apart.append(owner.post.remote(letter.path, p.key, p.src, p.perm))
+            return letter, False
+        return owner.get_piece.remote(p.key, p.src, p.perm), False
 
     def _send(
         self,
@@ -535,6 +577,7 @@ class RayBackend(Master):
         for i in dead:
             self.actors[i] = self._start(i)
         self.nodes = ray.get([a.ping.remote() for a in self.actors])
+        self.pids = ray.get([a.pid.remote() for a in self.actors])
         gone = set(dead)
         missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
         for _, rec in pending:  # interrupted tasks that read from a dead worker
@@ -620,6 +663,8 @@ class RayBackend(Master):
         self.actors = []
         self.nworkers = 0
         self._landing.close()
+        if self._mailbox is not None:
+            self._mailbox.close()
 
 
 def _alive(actor: Any) -> bool:

@@ -67,7 +67,7 @@ class LandingZone:
         self._zone: _Zone | None = None
         #: the smallest size this host had no room for (not tried again)
         self._no_room = float("inf")
-        _remove_orphans()
+        remove_orphans(_PREFIX)
 
     @property
     def path(self) -> str | None:
@@ -171,16 +171,18 @@ def attach(path: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return whole[: array_bytes(shape, dtype)].view(dtype).reshape(shape)
 
 
-def _remove_orphans() -> None:
-    """Zones left by drivers that died without removing them."""
-    for path in glob.glob(os.path.join(SHM_DIR, _PREFIX + "*")):
-        pid = path[len(os.path.join(SHM_DIR, _PREFIX)) :].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+def remove_orphans(prefix: str) -> None:
+    """Files named ``prefix`` + a driver's pid + ``-``... whose driver died without
+    removing them."""
+    for path in glob.glob(os.path.join(SHM_DIR, prefix + "*")):
+        pid = path[len(os.path.join(SHM_DIR, prefix)) :].split("-")[0]
+        if pid.isdigit() and not process_alive(int(pid)):
             with contextlib.suppress(OSError):  # gone already, or not ours to remove
                 os.unlink(path)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` (on this host) still exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

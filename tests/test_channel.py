@@ -1,0 +1,76 @@
+"""Letters: small pieces passed worker to worker through shared memory (no Ray here)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from spartan.backend import channel, shared_output
+
+pytestmark = pytest.mark.skipif(
+    not channel.Mailbox.available(), reason="no POSIX shared memory here"
+)
+
+
+@pytest.fixture
+def mailbox():
+    mail = channel.Mailbox()
+    yield mail
+    mail.close()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_letter_carries_its_value_and_is_removed_once_read(mailbox):
+    letter = mailbox.letter(writer=os.getpid())
+    value = (np.arange(6.0).reshape(2, 3), "meta")
+    channel.post(letter.path, value)
+    got = letter.receive()
+    np.testing.assert_array_equal(got[0], value[0])
+    assert got[1] == "meta"
+    assert not os.path.exists(letter.path)
+    assert mailbox.letter(os.getpid()).path != letter.path  # every letter has its own name
+
+
+def test_the_reader_waits_for_a_letter_posted_later(mailbox):
+    letter = mailbox.letter(writer=os.getpid())
+    threading.Timer(0.05, channel.post, (letter.path, np.ones(3))).start()
+    np.testing.assert_array_equal(letter.receive(), np.ones(3))
+
+
+def test_a_letter_whose_writer_died_unsent_raises_peer_lost(mailbox, monkeypatch):
+    monkeypatch.setattr(channel, "CHECK_WRITER_S", 0.01)
+    letter = mailbox.letter(writer=_dead_pid())
+    start = time.monotonic()
+    with pytest.raises(channel.PeerLost, match="died before sending"):
+        letter.receive()
+    assert time.monotonic() - start < 5
+
+
+def test_a_letter_posted_before_its_writer_died_is_still_read(mailbox, monkeypatch):
+    monkeypatch.setattr(channel, "CHECK_WRITER_S", 0.0)
+    letter = mailbox.letter(writer=_dead_pid())
+    channel.post(letter.path, [1, 2])
+    assert letter.receive() == [1, 2]
+
+
+def test_close_removes_unread_letters_and_a_new_mailbox_those_of_dead_drivers(mailbox):
+    unread = mailbox.letter(os.getpid())
+    channel.post(unread.path, 1)
+    mailbox.close()
+    assert not os.path.exists(unread.path)
+    orphan = os.path.join(shared_output.SHM_DIR, f"{channel._PREFIX}{_dead_pid()}-x-0")
+    open(orphan, "wb").close()
+    other = channel.Mailbox()
+    assert not os.path.exists(orphan)
+    other.close()
