@@ -96,12 +96,11 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_call
         )
         be.submit(w, _copy, [other], [("ex", "got", w)])
     be.wait()
-    # each worker: its producer, the piece the other reads (once, as a letter: both
-    # workers are on this node), its reader
+    # each worker: its producer with the post of the piece the other reads (both are on
+    # this node: a letter) in one call, then its reader
     for w in (0, 1):
         assert [method for worker, method in actor_calls if worker == w] == [
-            "run_task",
-            "post",
+            "run_batch",
             "run_task",
         ]
     for w in (0, 1):
@@ -113,20 +112,21 @@ def test_a_big_piece_for_a_reader_on_the_same_node_goes_apart_from_its_letter(
     ray_backend, actor_calls
 ):
     """A piece over ``channel.MAX_BYTES`` comes through the object store (the letter
-    only says so); a small one in the letter. Both arrive whole."""
+    only says so), from a post in a batch or alone; a small one in the letter. All
+    arrive whole."""
     from spartan.backend import channel
 
     be = ray_backend
     n = channel.MAX_BYTES // 8 + 1000
     be.put(("pc5", "x"), np.arange(float(n)), 0)
     be.submit(0, _copy, [("pc5", "x")], [("pc5", "made")])
-    for key, stop in (("big", n), ("small", 10)):
-        region = Region(
-            (stop,), np.dtype(float), (Piece(0, ("pc5", "made"), (slice(0, stop),), ()),)
-        )
-        be.submit(1, _copy, [region], [("pc5", key)])
+    for key, stop in (("big", n), ("big2", n), ("small", 10)):
+        piece = Piece(0, ("pc5", "made"), (slice(0, stop),), ())
+        be.submit(1, _copy, [Region((stop,), np.dtype(float), (piece,))], [("pc5", key)])
     be.wait()
-    assert [m for w, m in actor_calls if w == 0].count("post") == 2
+    # the first post goes with the producer, the others alone
+    assert [m for w, m in actor_calls if w == 0] == ["put", "run_batch", "post", "post"]
     np.testing.assert_array_equal(be.fetch(("pc5", "big")), np.arange(float(n)))
+    np.testing.assert_array_equal(be.fetch(("pc5", "big2")), np.arange(float(n)))
     np.testing.assert_array_equal(be.fetch(("pc5", "small")), np.arange(10.0))
-    be.delete([("pc5", k) for k in ("x", "made", "big", "small")])
+    be.delete([("pc5", k) for k in ("x", "made", "big", "big2", "small")])

@@ -52,13 +52,15 @@ def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(ray_bac
     be.submit(0, _slow_copy, [("lt", "x")], [("lt", "made")])
     region = Region((12,), np.dtype(float), (Piece(0, ("lt", "made"), (slice(0, 12),), ()),))
     be.submit(1, np.negative, [region], [("lt", "got")])
+    be.submit(1, np.negative, [("lt", "got")], [("lt", "after")])  # fails with the reader
     pid = be._get([be.actors[0].pid.remote()])[0]
     before = be.recoveries
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
     be.wait()
     assert be.recoveries == before + 1
     np.testing.assert_array_equal(be.fetch(("lt", "got")), -x)
-    be.delete([("lt", k) for k in ("x", "made", "got")])
+    np.testing.assert_array_equal(be.fetch(("lt", "after")), x)
+    be.delete([("lt", k) for k in ("x", "made", "got", "after")])
 
 
 def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):

@@ -39,6 +39,7 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -127,33 +128,64 @@ class RayWorker(Worker):
                 return failed
         return self.run(fn, inputs, outputs, *rest)
 
-    def run_batch(self, spec: bytes, *fns: Callable[..., Any]) -> TaskFailed | None:
-        """Tasks that read only this worker's blocks, and deletes (key lists), in
-        order; returns the first task's failure (later readers store theirs too).
-        A task's function is its pickle or the position of an argument in ``fns``."""
-        failed = None
-        for step in pickle.loads(spec):
+    @ray.method(num_returns=2)
+    def run_batch(self, spec: bytes, *args: Any) -> tuple[TaskFailed | None, dict[int, Any]]:
+        """Steps in order: tasks that read this worker's blocks and letters, deletes
+        (key lists) and posts (:class:`PostStep`). Returns the first task's failure
+        (later readers store theirs too) and the pieces posts sent apart, by step.
+        A task's function is its pickle or the position of an argument in ``args``;
+        its letters are arguments too (given by position)."""
+        failed, apart = None, {}
+        for n, step in enumerate(pickle.loads(spec)):
             if isinstance(step, list):
                 self.delete(step)
-                continue
-            fn, inputs, outputs, tag = step
-            fn = fn if isinstance(fn, bytes) else fns[fn]
-            result = self._run_sent(fn, inputs, outputs, False, (), (), tag)
-            if failed is None and isinstance(result, TaskFailed):
-                failed = result
-        return failed
+            elif isinstance(step, PostStep):
+                big = self.post(step.path, step.key, step.src, step.perm)
+                if big is not None:
+                    apart[n] = big
+            else:
+                fn, inputs, outputs, tag, letters = step
+                fn = fn if isinstance(fn, bytes) else args[fn]
+                remote = tuple(_open(args[i]) for i in letters)
+                result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+                if failed is None and isinstance(result, TaskFailed):
+                    failed = result
+        return failed, apart
 
     def pid(self) -> int:
         return os.getpid()
 
 
+@dataclass(frozen=True)
+class PostStep:
+    """A post in a batch: ``block[src]`` of ``key`` as the letter at ``path``."""
+
+    path: str
+    key: Key
+    src: tuple
+    perm: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class _Post:
+    """A post held for a worker's next call, and the letter it fills."""
+
+    letter: channel.Letter
+    step: PostStep
+
+
 def _open(letter: channel.Letter) -> Any:
     """A letter's piece, or a :class:`TaskFailed` (which fails the task reading it) when
     its writer died: the driver then recovers, as from a lost Ray object. A piece sent
-    apart is the return value of the writer's ``post`` call (``letter.apart``)."""
+    apart is the value of the writer's call, or of the piece's entry in it
+    (``letter.apart``: the ref, and the step of a batch or None)."""
     try:
         part = letter.receive()
-        return ray.get(letter.apart[0]) if part is channel.SentApart else part
+        if part is not channel.SentApart:
+            return part
+        ref, step = letter.apart
+        value = ray.get(ref)
+        return value if step is None else value[step]
     except (channel.PeerLost, *LOSS_ERRORS) as error:
         return TaskFailed(error)
 
@@ -238,8 +270,11 @@ class RayBackend(Master):
         self._queued: list[Record] = []
         #: the ref of each sent task by sequence number, for :meth:`results`
         self._refs: dict[int, ray.ObjectRef] = {}
-        #: per worker: local tasks (Records) and deletes (key lists) not sent yet
-        self._held: dict[int, list[Record | list[Key]]] = {}
+        #: per worker: tasks reading only its blocks and letters (Records), deletes (key
+        #: lists) and posts not sent yet
+        self._held: dict[int, list[Record | list[Key] | _Post]] = {}
+        #: the letters of held tasks, by sequence number
+        self._letters: dict[int, list[channel.Letter]] = {}
         #: workers whose held calls are being sent (see :meth:`_release`)
         self._sending: set[int] = set()
         #: per worker: a future of the last call sent to it (see :meth:`_busy`)
@@ -342,12 +377,20 @@ class RayBackend(Master):
         for pending in later.values():
             heapq.heapify(pending)
         for rec in queued:
-            if rec.fn is not None and not remote[rec.seq] and not rec.want_result:
-                self._held.setdefault(rec.worker, []).append(rec)
-            else:
+            if rec.fn is None or rec.want_result:
                 self._release(rec.worker)
                 self._request_made(rec, later.get(rec.worker, []), remote, early)
                 self._send(rec, remote.get(rec.seq), early.get(rec.seq))
+                continue
+            if remote[rec.seq]:
+                self._request_made(rec, later.get(rec.worker, []), remote, early)
+                got = self._pieces(rec, remote[rec.seq], early[rec.seq])
+                if not all(isinstance(r, channel.Letter) for r, _ in got):
+                    self._release(rec.worker)
+                    self._send(rec, remote[rec.seq], got)
+                    continue
+                self._letters[rec.seq] = [r for r, _ in got]
+            self._held.setdefault(rec.worker, []).append(rec)
         # 3. idle workers get their held tasks now; busy ones collect more
         for w, held in list(self._held.items()):
             if len(held) >= HELD_MAX or not self._busy(w):
@@ -392,27 +435,44 @@ class RayBackend(Master):
         finally:
             self._sending.discard(worker)
 
-    def _send_held(self, worker: int, held: list[Record | list[Key]]) -> None:
+    def _send_held(self, worker: int, held: list[Record | list[Key] | _Post]) -> None:
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
-                self._send(item)
+                letters = self._letters.pop(item.seq, ())
+                self._send(item, early=[(letter, False) for letter in letters] or None)
+            elif isinstance(item, _Post):
+                s = item.step
+                ref = self.actors[worker].post.remote(s.path, s.key, s.src, s.perm)
+                item.letter.apart[:] = [ref, None]
+                self._sent(worker, ref)
             else:
                 self._send_delete(worker, item)
             return
-        refs: dict[ray.ObjectRef, int] = {}  # functions too big to inline, by position
-        steps = [
-            item
-            if not isinstance(item, Record)
-            else (
-                item.fn if isinstance(item.fn, bytes) else refs.setdefault(item.fn, len(refs)),
-                item.inputs,
-                item.outputs,
-                item.tag,
-            )
-            for item in held
-        ]
-        ref = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *refs)
+        # functions too big to inline (refs, each once) and letters, by position
+        args: list[Any] = []
+        fn_at: dict[ray.ObjectRef, int] = {}
+        steps: list[Any] = []
+        for item in held:
+            if isinstance(item, _Post):
+                steps.append(item.step)
+            elif isinstance(item, Record):
+                fn = item.fn
+                if not isinstance(fn, bytes):
+                    if fn not in fn_at:
+                        fn_at[fn] = len(args)
+                        args.append(fn)
+                    fn = fn_at[fn]
+                letters = self._letters.pop(item.seq, ())
+                at = tuple(range(len(args), len(args) + len(letters)))
+                args.extend(letters)
+                steps.append((fn, item.inputs, item.outputs, item.tag, at))
+            else:
+                steps.append(item)
+        ref, apart = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *args)
+        for n, item in enumerate(held):
+            if isinstance(item, _Post):
+                item.letter.apart[:] = [apart, n]
         self._sent(worker, ref)
         self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
 
@@ -435,14 +495,24 @@ class RayBackend(Master):
         near = self.nodes[p.worker] == self.nodes[reader.worker]
         if made is not None and made.value is not None and made.seq < reader.seq and near:
             return made.value, True
-        self._release(p.worker)  # the block may come from a held task
-        owner = self.actors[p.worker]
         if near and self._mailbox is not None:
             letter = self._mailbox.letter(self.pids[p.worker])
-            # (in a list, the ref is not resolved here: only a big piece needs it)
-            letter.apart.append(owner.post.remote(letter.path, p.key, p.src, p.perm))
+            post = _Post(letter, PostStep(letter.path, p.key, p.src, p.perm))
+            # sent now, in one call with the owner's held tasks (the block may come from
+            # one); the ref in ``letter.apart`` is not resolved here, being in a list
+            self._held.setdefault(p.worker, []).append(post)
+            self._release(p.worker)
             return letter, False
-        return owner.get_piece.remote(p.key, p.src, p.perm), False
+        self._release(p.worker)  # the block may come from a held task
+        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
+
+    def _pieces(
+        self, rec: Record, remote: list[Piece], early: list[Any] | None
+    ) -> list[tuple[ray.ObjectRef | channel.Letter, bool]]:
+        """What task ``rec`` gets for each of its ``remote`` pieces (:meth:`_get_piece`),
+        where ``early`` does not hold it already (None)."""
+        early = early or [None] * len(remote)
+        return [e if e is not None else self._get_piece(p, rec) for p, e in zip(remote, early)]
 
     def _send(
         self,
@@ -458,8 +528,7 @@ class RayBackend(Master):
         else:
             if remote is None:
                 remote = remote_pieces(rec.worker, rec.inputs)
-            early = early or [None] * len(remote)
-            got = [e if e is not None else self._get_piece(p, rec) for p, e in zip(remote, early)]
+            got = self._pieces(rec, remote, early)
             nodes = [self.nodes[p.worker] for p in remote]
             whole = tuple(w for _, w in got)
             # one pickled spec instead of six arguments: Ray serializes each apart
@@ -580,8 +649,10 @@ class RayBackend(Master):
         self.pids = ray.get([a.pid.remote() for a in self.actors])
         gone = set(dead)
         missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
-        for _, rec in pending:  # interrupted tasks that read from a dead worker
-            if rec.worker in gone or any(w in gone for _, w in rec.needs):
+        # interrupted tasks that read from a dead worker, or from such a task (a reader
+        # failed for want of its piece, and so did the tasks after it that read its block)
+        for _, rec in sorted(pending, key=lambda item: item[1].seq):
+            if rec.worker in gone or any(w in gone or (k, w) in missing for k, w in rec.needs):
                 # outputs deleted meanwhile are not wanted (their lineage may be pruned)
                 missing.update((k, rec.worker) for k in rec.outputs if k in self.where)
         known = set(self.where)
@@ -659,7 +730,7 @@ class RayBackend(Master):
     def shutdown(self) -> None:
         for a in self.actors:
             ray.kill(a)
-        self._queued, self._held, self._last = [], {}, {}
+        self._queued, self._held, self._last, self._letters = [], {}, {}, {}
         self.actors = []
         self.nworkers = 0
         self._landing.close()
