@@ -74,3 +74,13 @@ def test_close_removes_unread_letters_and_a_new_mailbox_those_of_dead_drivers(ma
     other = channel.Mailbox()
     assert not os.path.exists(orphan)
     other.close()
+
+
+def test_a_value_the_letter_cannot_carry_leaves_it_empty_meaning_sent_apart(mailbox):
+    letter = mailbox.letter(writer=os.getpid())
+    assert channel.post(letter.path, lambda: 0) is False  # plain pickle refuses a lambda
+    assert letter.receive() is channel.SentApart
+    assert not os.path.exists(letter.path + ".part")
+    other = mailbox.letter(writer=os.getpid())
+    channel.post_apart(other.path)
+    assert other.receive() is channel.SentApart

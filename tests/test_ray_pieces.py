@@ -41,8 +41,10 @@ def test_computed_block_is_copied_by_its_owner(ray_backend):
     be.put(("pc2", "x"), np.arange(6.0), 0)
     be.submit(0, _copy, [("pc2", "x")], [("pc2", "c")])
     piece = Piece(0, ("pc2", "c"), (slice(2, 4),), ())
-    assert be._get_piece(piece, SimpleNamespace(seq=1 << 62, worker=1))[1] is False
-    be.submit(1, _copy, [_region(("pc2", "c"), piece.src, None, (2,))], [("pc2", "y")])
+    region = _region(("pc2", "c"), piece.src, None, (2,))
+    reader = SimpleNamespace(seq=1 << 62, worker=1, inputs=(region,))
+    assert be._get_piece(piece, reader)[1] is False
+    be.submit(1, _copy, [region], [("pc2", "y")])
     be.wait()
     np.testing.assert_array_equal(be.fetch(("pc2", "y")), [2.0, 3.0])
     be.delete([("pc2", "x"), ("pc2", "c"), ("pc2", "y")])
@@ -96,11 +98,12 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_call
         )
         be.submit(w, _copy, [other], [("ex", "got", w)])
     be.wait()
-    # each worker: its producer with the post of the piece the other reads (both are on
-    # this node: a letter) in one call, then its reader
+    # each worker: its producer, the post of the piece the other reads (both are on this
+    # node: a letter), its reader
     for w in (0, 1):
         assert [method for worker, method in actor_calls if worker == w] == [
-            "run_batch",
+            "run_task",
+            "post",
             "run_task",
         ]
     for w in (0, 1):
@@ -108,25 +111,25 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_call
     be.delete([("ex", k, w) for k in ("x", "made", "got") for w in (0, 1)])
 
 
-def test_a_big_piece_for_a_reader_on_the_same_node_goes_apart_from_its_letter(
+def test_pieces_for_a_reader_on_the_same_node_come_in_letters_unless_known_big(
     ray_backend, actor_calls
 ):
-    """A piece over ``channel.MAX_BYTES`` comes through the object store (the letter
-    only says so), from a post in a batch or alone; a small one in the letter. All
-    arrive whole."""
+    """A small piece comes in a letter; one known to be over ``channel.MAX_BYTES`` the
+    object store; a whole block of unknown size in a letter that, the block being big,
+    says it went apart through the object store. All arrive whole."""
     from spartan.backend import channel
 
     be = ray_backend
     n = channel.MAX_BYTES // 8 + 1000
     be.put(("pc5", "x"), np.arange(float(n)), 0)
     be.submit(0, _copy, [("pc5", "x")], [("pc5", "made")])
-    for key, stop in (("big", n), ("big2", n), ("small", 10)):
+    for key, stop in (("big", n), ("small", 10)):
         piece = Piece(0, ("pc5", "made"), (slice(0, stop),), ())
         be.submit(1, _copy, [Region((stop,), np.dtype(float), (piece,))], [("pc5", key)])
+    be.submit(1, _copy, [("pc5", "made")], [("pc5", "whole")])
     be.wait()
-    # the first post goes with the producer, the others alone
-    assert [m for w, m in actor_calls if w == 0] == ["put", "run_batch", "post", "post"]
+    assert [m for w, m in actor_calls if w == 0] == ["put", "run_task", "get_piece", "post", "post"]
     np.testing.assert_array_equal(be.fetch(("pc5", "big")), np.arange(float(n)))
-    np.testing.assert_array_equal(be.fetch(("pc5", "big2")), np.arange(float(n)))
     np.testing.assert_array_equal(be.fetch(("pc5", "small")), np.arange(10.0))
-    be.delete([("pc5", k) for k in ("x", "made", "big", "big2", "small")])
+    np.testing.assert_array_equal(be.fetch(("pc5", "whole")), np.arange(float(n)))
+    be.delete([("pc5", k) for k in ("x", "made", "big", "small", "whole")])

@@ -1,22 +1,22 @@
-"""The Ray backend: one actor per worker; the driver only wires ObjectRefs.
+"""The Ray backend: one actor per worker; the driver only wires ObjectRefs and letters.
 
 A task's remote pieces move worker to worker and the driver never blocks while building
 the task graph. For a reader on the owner's node, the owner writes the piece into a
-*letter* in shared memory (``owner.post.remote(...)``, :mod:`spartan.backend.channel`)
-and the reader's task, sent at once, waits for it there; a piece for a reader on
-another node is an ``owner.get_piece.remote(...)`` ref passed into
-``receiver.run_task.remote(...)``, through Ray's object store (Ray sends that task on
-once the driver hears the piece is ready). A block sent from the driver already lies
-in the object store: a reader on its node gets the whole block there, mapped without a
-copy, and cuts its piece itself. Calls from the driver to one actor run in submission
-order, so a piece requested after the task that writes its block sees that block. The tasks of one operator are held until
+*letter* in shared memory (a post, :mod:`spartan.backend.channel`) and the reader's
+task, sent at once, waits for it there; a piece for a reader on another node is an
+``owner.get_piece.remote(...)`` ref passed into ``receiver.run_task.remote(...)``,
+through Ray's object store (Ray sends that task on once the driver hears the piece is
+ready). A block sent from the driver already lies in the object store: a reader on its
+node gets the whole block there, mapped without a copy, and cuts its piece itself.
+Calls from the driver to one actor run in submission order, so a piece requested after
+the task that writes its block sees that block. The tasks of one operator are held until
 :meth:`RayBackend.flush`: pieces of blocks that already exist are requested first, so
 they never queue behind the owner's own share of that operator (one long task per
 worker would otherwise run on the workers one after another); pieces of blocks made in
 the same flush are requested as soon as their producer is sent, before the owner's own
 reader, so in an exchange no worker serves its piece only after it got the other's.
-Tasks that read only their own worker's blocks are held while that worker is busy and
-then sent together as one actor call (:meth:`RayBackend._release`): a chain of small
+Tasks that read only their own worker's blocks and letters are held while that worker
+is busy and then sent together as one actor call (:meth:`RayBackend._release`): a chain of small
 operators on replicated arrays, as in every iteration of an iterative solver, costs one
 call per worker instead of one per operator. Deletes made in a
 :meth:`~spartan.backend.master.Master.batching_deletes` block (an evaluation) join the
@@ -39,7 +39,6 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -102,18 +101,18 @@ class RayWorker(Worker):
 
     def post(self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None) -> Any:
         """Write ``block[src]`` as the letter at ``path`` for a reader on this host
-        (:mod:`spartan.backend.channel`); a piece over ``channel.MAX_BYTES`` is returned
-        instead (into the object store, where the reader maps it) and the letter says
-        so. An error getting the piece goes to the reader, whose task re-raises it."""
+        (:mod:`spartan.backend.channel`). A piece over ``channel.MAX_BYTES``, or one the
+        letter had no room for, is returned instead (into the object store, where the
+        reader maps it) and the letter left empty. An error getting the piece goes to
+        the reader, whose task re-raises it. Never raises: a reader waits for this."""
         try:
             part = self.get_piece(key, src, perm)
         except Exception as error:  # noqa: BLE001
             part = TaskFailed(error.with_traceback(None))
         if nbytes_of(part) > channel.MAX_BYTES:
-            channel.post(path, channel.SentApart)
+            channel.post_apart(path)
             return part
-        channel.post(path, part)
-        return None
+        return None if channel.post(path, part) else part
 
     def _run_sent(self, fn: Callable[..., Any] | bytes, inputs, outputs, *rest: Any) -> Any:  # noqa: ANN001
         """:meth:`Worker.run` for a function as sent (small ones travel pickled); one that
@@ -128,66 +127,38 @@ class RayWorker(Worker):
                 return failed
         return self.run(fn, inputs, outputs, *rest)
 
-    @ray.method(num_returns=2)
-    def run_batch(self, spec: bytes, *args: Any) -> tuple[TaskFailed | None, dict[int, Any]]:
-        """Steps in order: tasks that read this worker's blocks and letters, deletes
-        (key lists) and posts (:class:`PostStep`). Returns the first task's failure
-        (later readers store theirs too) and the pieces posts sent apart, by step.
-        A task's function is its pickle or the position of an argument in ``args``;
-        its letters are arguments too (given by position)."""
-        failed, apart = None, {}
-        for n, step in enumerate(pickle.loads(spec)):
+    def run_batch(self, spec: bytes, *args: Any) -> TaskFailed | None:
+        """Tasks that read this worker's blocks and letters, and deletes (key lists), in
+        order; returns the first task's failure (later readers store theirs too).
+        A task's function is its pickle or the position of an argument in ``args``; its
+        letters are arguments too (given by position)."""
+        failed = None
+        for step in pickle.loads(spec):
             if isinstance(step, list):
                 self.delete(step)
-            elif isinstance(step, PostStep):
-                big = self.post(step.path, step.key, step.src, step.perm)
-                if big is not None:
-                    apart[n] = big
-            else:
-                fn, inputs, outputs, tag, letters = step
-                fn = fn if isinstance(fn, bytes) else args[fn]
-                remote = tuple(_open(args[i]) for i in letters)
-                result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
-                if failed is None and isinstance(result, TaskFailed):
-                    failed = result
-        return failed, apart
+                continue
+            fn, inputs, outputs, tag, letters = step
+            fn = fn if isinstance(fn, bytes) else args[fn]
+            remote = tuple(_open(args[i]) for i in letters)
+            result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+            if failed is None and isinstance(result, TaskFailed):
+                failed = result
+        return failed
 
     def pid(self) -> int:
         return os.getpid()
 
 
-@dataclass(frozen=True)
-class PostStep:
-    """A post in a batch: ``block[src]`` of ``key`` as the letter at ``path``."""
-
-    path: str
-    key: Key
-    src: tuple
-    perm: tuple[int, ...] | None
-
-
-@dataclass(frozen=True)
-class _Post:
-    """A post held for a worker's next call, and the letter it fills."""
-
-    letter: channel.Letter
-    step: PostStep
-
-
 def _open(letter: channel.Letter) -> Any:
-    """A letter's piece, or a :class:`TaskFailed` (which fails the task reading it) when
-    its writer died: the driver then recovers, as from a lost Ray object. A piece sent
-    apart is the value of the writer's call, or of the piece's entry in it
-    (``letter.apart``: the ref, and the step of a batch or None)."""
+    """A letter's piece, or a :class:`TaskFailed` (which fails the task reading it): when
+    its writer died the driver then recovers, as from a lost Ray object. A piece sent
+    apart is the value of the writer's ``post`` call (``letter.apart``: its ref). Never
+    raises: the rest of a batch must still run."""
     try:
         part = letter.receive()
-        if part is not channel.SentApart:
-            return part
-        ref, step = letter.apart
-        value = ray.get(ref)
-        return value if step is None else value[step]
-    except (channel.PeerLost, *LOSS_ERRORS) as error:
-        return TaskFailed(error)
+        return ray.get(letter.apart[0]) if part is channel.SentApart else part
+    except Exception as error:  # noqa: BLE001
+        return TaskFailed(_unwrap(error).with_traceback(None))
 
 
 def _cut(block: Any, p: Piece) -> Any:
@@ -270,9 +241,9 @@ class RayBackend(Master):
         self._queued: list[Record] = []
         #: the ref of each sent task by sequence number, for :meth:`results`
         self._refs: dict[int, ray.ObjectRef] = {}
-        #: per worker: tasks reading only its blocks and letters (Records), deletes (key
-        #: lists) and posts not sent yet
-        self._held: dict[int, list[Record | list[Key] | _Post]] = {}
+        #: per worker: tasks reading only its blocks and letters (Records) and deletes
+        #: (key lists) not sent yet
+        self._held: dict[int, list[Record | list[Key]]] = {}
         #: the letters of held tasks, by sequence number
         self._letters: dict[int, list[channel.Letter]] = {}
         #: workers whose held calls are being sent (see :meth:`_release`)
@@ -435,17 +406,12 @@ class RayBackend(Master):
         finally:
             self._sending.discard(worker)
 
-    def _send_held(self, worker: int, held: list[Record | list[Key] | _Post]) -> None:
+    def _send_held(self, worker: int, held: list[Record | list[Key]]) -> None:
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
                 letters = self._letters.pop(item.seq, ())
                 self._send(item, early=[(letter, False) for letter in letters] or None)
-            elif isinstance(item, _Post):
-                s = item.step
-                ref = self.actors[worker].post.remote(s.path, s.key, s.src, s.perm)
-                item.letter.apart[:] = [ref, None]
-                self._sent(worker, ref)
             else:
                 self._send_delete(worker, item)
             return
@@ -454,9 +420,7 @@ class RayBackend(Master):
         fn_at: dict[ray.ObjectRef, int] = {}
         steps: list[Any] = []
         for item in held:
-            if isinstance(item, _Post):
-                steps.append(item.step)
-            elif isinstance(item, Record):
+            if isinstance(item, Record):
                 fn = item.fn
                 if not isinstance(fn, bytes):
                     if fn not in fn_at:
@@ -469,10 +433,7 @@ class RayBackend(Master):
                 steps.append((fn, item.inputs, item.outputs, item.tag, at))
             else:
                 steps.append(item)
-        ref, apart = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *args)
-        for n, item in enumerate(held):
-            if isinstance(item, _Post):
-                item.letter.apart[:] = [apart, n]
+        ref = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *args)
         self._sent(worker, ref)
         self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
 
@@ -488,23 +449,22 @@ class RayBackend(Master):
         same node maps it without a copy (the put must precede the reader: one logged
         after it, under the same key, is not yet what the reader may see). Else the
         block's owner copies the piece: for a reader on its node, into a letter
-        (:mod:`spartan.backend.channel`), which the reader waits for itself; for one on
-        another node, into the object store, whose ref Ray resolves at the driver before
-        the reader's task is sent on."""
+        (:mod:`spartan.backend.channel`), which the reader waits for itself, unless the
+        piece is known to be over ``channel.MAX_BYTES``; else into the object store,
+        whose ref Ray resolves at the driver before the reader's task is sent on."""
         made = self.lineage.made_by.get((p.key, p.worker))
         near = self.nodes[p.worker] == self.nodes[reader.worker]
         if made is not None and made.value is not None and made.seq < reader.seq and near:
             return made.value, True
-        if near and self._mailbox is not None:
-            letter = self._mailbox.letter(self.pids[p.worker])
-            post = _Post(letter, PostStep(letter.path, p.key, p.src, p.perm))
-            # sent now, in one call with the owner's held tasks (the block may come from
-            # one); the ref in ``letter.apart`` is not resolved here, being in a list
-            self._held.setdefault(p.worker, []).append(post)
-            self._release(p.worker)
-            return letter, False
         self._release(p.worker)  # the block may come from a held task
-        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
+        owner = self.actors[p.worker]
+        if near and self._mailbox is not None and _piece_bytes(p, reader) <= channel.MAX_BYTES:
+            # a call of its own, not in a batch: a piece sent apart is its return value,
+            # there only once the call ends; in a list, the ref is not resolved here
+            letter = self._mailbox.letter(self.pids[p.worker])
+            letter.apart.append(owner.post.remote(letter.path, p.key, p.src, p.perm))
+            return letter, False
+        return owner.get_piece.remote(p.key, p.src, p.perm), False
 
     def _pieces(
         self, rec: Record, remote: list[Piece], early: list[Any] | None
@@ -650,11 +610,14 @@ class RayBackend(Master):
         gone = set(dead)
         missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
         # interrupted tasks that read from a dead worker, or from such a task (a reader
-        # failed for want of its piece, and so did the tasks after it that read its block)
+        # failed for want of its piece, and so did the tasks after it that read its
+        # block, deleted since or not)
+        failed: set[tuple[Key, int]] = set()
         for _, rec in sorted(pending, key=lambda item: item[1].seq):
-            if rec.worker in gone or any(w in gone or (k, w) in missing for k, w in rec.needs):
-                # outputs deleted meanwhile are not wanted (their lineage may be pruned)
-                missing.update((k, rec.worker) for k in rec.outputs if k in self.where)
+            if rec.worker in gone or any(w in gone or (k, w) in failed for k, w in rec.needs):
+                failed.update((k, rec.worker) for k in rec.outputs)
+        # outputs deleted meanwhile are not wanted (their lineage may be pruned)
+        missing.update((k, w) for k, w in failed if k in self.where)
         known = set(self.where)
 
         def exists(key: Key, w: int) -> bool:
@@ -736,6 +699,18 @@ class RayBackend(Master):
         self._landing.close()
         if self._mailbox is not None:
             self._mailbox.close()
+
+
+def _piece_bytes(p: Piece, reader: Record) -> float:
+    """Bytes of piece ``p`` of one of ``reader``'s input regions; 0 for a whole stored
+    object (its size is not known here)."""
+    for inp in reader.inputs:
+        if isinstance(inp, Region) and p in inp.pieces:
+            if inp.shape is None:
+                return 0
+            size = np.broadcast_to(np.empty((), np.uint8), inp.shape)[p.dst].size
+            return size * np.dtype(inp.dtype).itemsize
+    return 0
 
 
 def _alive(actor: Any) -> bool:
