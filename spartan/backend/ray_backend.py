@@ -16,9 +16,9 @@ worker would otherwise run on the workers one after another); pieces of blocks m
 the same flush are requested as soon as their producer is sent, before the owner's own
 reader, so in an exchange no worker serves its piece only after it got the other's.
 Tasks that read only their own worker's blocks and letters are held while that worker
-is busy and then sent together as one actor call (:meth:`RayBackend._release`): a chain of small
-operators on replicated arrays, as in every iteration of an iterative solver, costs one
-call per worker instead of one per operator. Deletes made in a
+is busy and then sent together as one actor call (:meth:`RayBackend._release`): a chain
+of small operators on replicated arrays, as in every iteration of an iterative solver,
+costs one call per worker instead of one per operator. Deletes made in a
 :meth:`~spartan.backend.master.Master.batching_deletes` block (an evaluation) join the
 worker's held calls too.
 
@@ -256,6 +256,8 @@ class RayBackend(Master):
         self._prune_at = PRUNE_MIN
         self.driver_node = ray.get_runtime_context().get_node_id()
         self._landing = shared_output.LandingZone()
+        #: the last reader whose piece sizes were worked out, and those sizes by piece id
+        self._sizes: tuple[Record | None, dict[int, int]] = (None, {})
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
 
     def _start(self, index: int) -> Any:
@@ -458,13 +460,21 @@ class RayBackend(Master):
             return made.value, True
         self._release(p.worker)  # the block may come from a held task
         owner = self.actors[p.worker]
-        if near and self._mailbox is not None and _piece_bytes(p, reader) <= channel.MAX_BYTES:
+        if near and self._mailbox is not None and self._piece_bytes(p, reader) <= channel.MAX_BYTES:
             # a call of its own, not in a batch: a piece sent apart is its return value,
             # there only once the call ends; in a list, the ref is not resolved here
             letter = self._mailbox.letter(self.pids[p.worker])
             letter.apart.append(owner.post.remote(letter.path, p.key, p.src, p.perm))
             return letter, False
         return owner.get_piece.remote(p.key, p.src, p.perm), False
+
+    def _piece_bytes(self, p: Piece, reader: Record) -> int:
+        """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object (its
+        size is not known here). The sizes of one reader's pieces are worked out
+        together, once (its pieces are asked for one after another)."""
+        if self._sizes[0] is not reader:
+            self._sizes = (reader, _remote_piece_bytes(reader.worker, reader.inputs))
+        return self._sizes[1].get(id(p), 0)
 
     def _pieces(
         self, rec: Record, remote: list[Piece], early: list[Any] | None
@@ -701,16 +711,19 @@ class RayBackend(Master):
             self._mailbox.close()
 
 
-def _piece_bytes(p: Piece, reader: Record) -> float:
-    """Bytes of piece ``p`` of one of ``reader``'s input regions; 0 for a whole stored
-    object (its size is not known here)."""
-    for inp in reader.inputs:
-        if isinstance(inp, Region) and p in inp.pieces:
-            if inp.shape is None:
-                return 0
-            size = np.broadcast_to(np.empty((), np.uint8), inp.shape)[p.dst].size
-            return size * np.dtype(inp.dtype).itemsize
-    return 0
+def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:
+    """Bytes of each piece a task on ``worker`` reads from elsewhere, by the piece's id
+    (pieces of a whole stored object, whose size is not known here, are left out)."""
+    sizes = {}
+    for inp in inputs:
+        if not isinstance(inp, Region) or inp.shape is None:
+            continue
+        itemsize = np.dtype(inp.dtype).itemsize
+        for p in inp.pieces:
+            if p.worker != worker:
+                size = np.broadcast_to(np.empty((), np.uint8), inp.shape)[p.dst].size
+                sizes[id(p)] = size * itemsize
+    return sizes
 
 
 def _alive(actor: Any) -> bool:
