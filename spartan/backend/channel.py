@@ -11,10 +11,10 @@ already queued behind the reader's earlier work, waits for the file
 take letters. One that turns out bigger (a whole block, whose size the driver does not
 know), or that there is no room for, goes apart (the transport's other way: Ray's
 object store, where the reader maps it without a copy) and its letter is left empty,
-which the reader gets as :class:`SentApart`. The wait cannot deadlock: the driver sends calls in an order
-in which every producer precedes its readers, and each worker runs its calls in that
-order (Ray's guarantee for calls from one caller), so the earliest unfinished call
-never waits.
+which the reader gets as :class:`SentApart`. The wait cannot deadlock: the driver sends
+calls in an order in which every producer precedes its readers, and each worker runs
+its calls in that order (Ray's guarantee for calls from one caller), so the earliest
+unfinished call never waits.
 
 >>> mail = Mailbox()                          # the driver's
 >>> letter = mail.letter(writer=os.getpid())  # sent to the owner and to the reader
@@ -88,7 +88,8 @@ class Letter:
                 time.sleep(sleep)
                 sleep = min(2 * sleep, MAX_POLL_S)
                 continue
-            os.unlink(self.path)
+            with contextlib.suppress(FileNotFoundError):  # the mailbox closed meanwhile
+                os.unlink(self.path)
             return pickle.loads(data) if data else SentApart
 
 
