@@ -32,25 +32,25 @@ def _dead_pid() -> int:
 
 
 def test_a_letter_carries_its_value_and_is_removed_once_read(mailbox):
-    letter = mailbox.letter(writer=os.getpid())
+    letter = channel.Letter(mailbox.name(), os.getpid())
     value = (np.arange(6.0).reshape(2, 3), "meta")
     channel.post(letter.path, value)
     got = letter.receive()
     np.testing.assert_array_equal(got[0], value[0])
     assert got[1] == "meta"
     assert not os.path.exists(letter.path)
-    assert mailbox.letter(os.getpid()).path != letter.path  # every letter has its own name
+    assert mailbox.name() != letter.path  # every letter has its own name
 
 
 def test_the_reader_waits_for_a_letter_posted_later(mailbox):
-    letter = mailbox.letter(writer=os.getpid())
+    letter = channel.Letter(mailbox.name(), os.getpid())
     threading.Timer(0.05, channel.post, (letter.path, np.ones(3))).start()
     np.testing.assert_array_equal(letter.receive(), np.ones(3))
 
 
 def test_a_letter_whose_writer_died_unsent_raises_peer_lost(mailbox, monkeypatch):
     monkeypatch.setattr(channel, "CHECK_WRITER_S", 0.01)
-    letter = mailbox.letter(writer=_dead_pid())
+    letter = channel.Letter(mailbox.name(), _dead_pid())
     start = time.monotonic()
     with pytest.raises(channel.PeerLost, match="died before sending"):
         letter.receive()
@@ -59,13 +59,13 @@ def test_a_letter_whose_writer_died_unsent_raises_peer_lost(mailbox, monkeypatch
 
 def test_a_letter_posted_before_its_writer_died_is_still_read(mailbox, monkeypatch):
     monkeypatch.setattr(channel, "CHECK_WRITER_S", 0.0)
-    letter = mailbox.letter(writer=_dead_pid())
+    letter = channel.Letter(mailbox.name(), _dead_pid())
     channel.post(letter.path, [1, 2])
     assert letter.receive() == [1, 2]
 
 
 def test_close_removes_unread_letters_and_a_new_mailbox_those_of_dead_drivers(mailbox):
-    unread = mailbox.letter(os.getpid())
+    unread = channel.Letter(mailbox.name(), os.getpid())
     channel.post(unread.path, 1)
     mailbox.close()
     assert not os.path.exists(unread.path)
@@ -77,10 +77,10 @@ def test_close_removes_unread_letters_and_a_new_mailbox_those_of_dead_drivers(ma
 
 
 def test_a_value_the_letter_cannot_carry_leaves_it_empty_meaning_sent_apart(mailbox):
-    letter = mailbox.letter(writer=os.getpid())
+    letter = channel.Letter(mailbox.name(), os.getpid())
     assert channel.post(letter.path, lambda: 0) is False  # plain pickle refuses a lambda
     assert letter.receive() is channel.SentApart
     assert not os.path.exists(letter.path + ".part")
-    other = mailbox.letter(writer=os.getpid())
+    other = channel.Letter(mailbox.name(), os.getpid())
     channel.post_apart(other.path)
     assert other.receive() is channel.SentApart

@@ -16,10 +16,10 @@ calls in an order in which every producer precedes its readers, and each worker 
 its calls in that order (Ray's guarantee for calls from one caller), so the earliest
 unfinished call never waits.
 
->>> mail = Mailbox()                          # the driver's
->>> letter = mail.letter(writer=os.getpid())  # sent to the owner and to the reader
->>> post(letter.path, np.arange(3))           # the owner
->>> letter.receive()                          # the reader
+>>> mail = Mailbox()                                 # the driver's
+>>> letter = Letter(mail.name(), writer=os.getpid())  # for the owner and the reader
+>>> post(letter.path, np.arange(3))                  # the owner
+>>> letter.receive()                                 # the reader
 array([0, 1, 2])
 >>> mail.close()
 """
@@ -33,7 +33,7 @@ import os
 import pickle
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from spartan.backend import shared_output
@@ -57,14 +57,15 @@ class SentApart:
     """What an empty letter means: its piece went another way (see :func:`post`)."""
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class Letter:
     """A piece's name in shared memory, the process id of the worker writing it, and
-    what the reader needs for a piece sent apart (the transport's business)."""
+    what the reader needs for a piece sent apart (the transport's business; Ray does
+    not resolve an object ref held in an argument's field)."""
 
     path: str
     writer: int
-    apart: list[Any] = field(default_factory=list)
+    apart: Any = None
 
     def receive(self) -> Any:
         """The posted value, once it is there (the file is then removed).
@@ -133,9 +134,9 @@ class Mailbox:
         """Whether this host has shared memory to pass letters through."""
         return os.path.isdir(shared_output.SHM_DIR)
 
-    def letter(self, writer: int) -> Letter:
-        """A new letter, to be written by the worker with process id ``writer``."""
-        return Letter(f"{self._stem}{next(self._count)}", writer)
+    def name(self) -> str:
+        """A new letter's path."""
+        return f"{self._stem}{next(self._count)}"
 
     def close(self) -> None:
         """Remove letters never read (their readers died or were shut down)."""

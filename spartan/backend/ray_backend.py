@@ -152,11 +152,11 @@ class RayWorker(Worker):
 def _open(letter: channel.Letter) -> Any:
     """A letter's piece, or a :class:`TaskFailed` (which fails the task reading it): when
     its writer died the driver then recovers, as from a lost Ray object. A piece sent
-    apart is the value of the writer's ``post`` call (``letter.apart``: its ref). Never
+    apart is the value of the writer's ``post`` call (``letter.apart``, its ref). Never
     raises: the rest of a batch must still run."""
     try:
         part = letter.receive()
-        return ray.get(letter.apart[0]) if part is channel.SentApart else part
+        return ray.get(letter.apart) if part is channel.SentApart else part
     except Exception as error:  # noqa: BLE001
         return TaskFailed(_unwrap(error).with_traceback(None))
 
@@ -462,10 +462,10 @@ class RayBackend(Master):
         owner = self.actors[p.worker]
         if near and self._mailbox is not None and self._piece_bytes(p, reader) <= channel.MAX_BYTES:
             # a call of its own, not in a batch: a piece sent apart is its return value,
-            # there only once the call ends; in a list, the ref is not resolved here
-            letter = self._mailbox.letter(self.pids[p.worker])
-            letter.apart.append(owner.post.remote(letter.path, p.key, p.src, p.perm))
-            return letter, False
+            # there only once the call ends
+            path = self._mailbox.name()
+            ref = owner.post.remote(path, p.key, p.src, p.perm)
+            return channel.Letter(path, self.pids[p.worker], ref), False
         return owner.get_piece.remote(p.key, p.src, p.perm), False
 
     def _piece_bytes(self, p: Piece, reader: Record) -> int:
