@@ -181,6 +181,44 @@ def test_a_copy_kernel_keeps_an_assembled_region_and_copies_a_view():
     np.testing.assert_array_equal(out, block[:300])
 
 
+def test_a_tile_set_by_one_whole_update_is_that_update_unless_it_is_an_input():
+    from spartan.frontend.join_update import _Accumulate, _JoinTask
+    from spartan.tiling import Tiling
+
+    box, grid = ((0, 4), (0, 3)), Tiling((1, 1))
+    whole = (slice(0, 4), slice(0, 3))
+    finish = _Accumulate(None, box, np.dtype(float), 0, False)
+    fresh = data((4, 3), 15)
+    assert finish([(whole, fresh)]) is fresh
+    block = data((4, 3), 16)  # an update that is an input block is copied
+
+    def passthrough(extents, b):
+        return [(whole, b)]
+
+    task = _JoinTask(passthrough, [()], 1, None, (4, 3), grid, [(0, 0)], finish={(0, 0): finish})
+    out = task(block)
+    assert not np.shares_memory(out, block)
+    np.testing.assert_array_equal(out, block)
+    # a partial update, or one of another dtype, goes onto a filled tile as before
+    part = finish([((slice(0, 2), slice(0, 3)), fresh[:2])])
+    np.testing.assert_array_equal(part, np.vstack([fresh[:2], np.zeros((2, 3))]))
+    ints = _Accumulate(None, box, np.dtype(np.int32), 0, False)([(whole, fresh)])
+    assert ints.dtype == np.int32 and not np.shares_memory(ints, fresh)
+    np.testing.assert_array_equal(ints, fresh.astype(np.int32))
+
+
+def test_join_update_whose_updates_are_its_blocks(backend, tiling):
+    a = data((9, 4), 17)
+    x = sp.array(a, tiling=tiling)
+
+    def rows(ext, xt):
+        return [(ext[0].rows, xt)]
+
+    got = sp.join_update(rows, None, [x], [0], (9, 4), update_axis=0)
+    np.testing.assert_array_equal(got.to_numpy(), a)
+    np.testing.assert_array_equal((got + x).to_numpy(), 2 * a)
+
+
 @given(
     shape=st.lists(st.integers(1, 7), min_size=1, max_size=3),
     seed=st.integers(0, 1000),
