@@ -71,9 +71,15 @@ class _Spy:
         spy = self
 
         class Method:
+            def __init__(self, made=method):
+                self.made = made
+
+            def options(self, **options):
+                return Method(method.options(**options))
+
             def remote(self, *args, **kwargs):
                 spy.calls.append((spy.worker, name))
-                return method.remote(*args, **kwargs)
+                return self.made.remote(*args, **kwargs)
 
         return Method()
 

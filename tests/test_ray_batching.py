@@ -251,3 +251,18 @@ def test_a_host_without_shared_memory_fetches_through_the_object_store(
         assert any(m == "fetch" for _, m in actor_calls)
     finally:
         session.use(previous)
+
+
+@pytest.mark.parametrize("n", [10, 300_000])  # a letter; a whole block sent apart (2.4 MB)
+def test_a_post_joins_the_owners_held_tasks(ray_backend, actor_calls, n):
+    """A piece another worker reads from a block made by held tasks is posted by the
+    call that sends them, as its last step; a big one comes back as its second return."""
+    be = ray_backend
+    _busy(be, ("post", n), np.arange(float(n)))
+    last = _chain(be, (("post", n), "slow"), 2, ("post", n))
+    be.submit(1, _add_one, [last], [(("post", n), "read")])  # whole block: size unknown
+    be.flush()
+    be.wait()
+    assert [m for w, m in actor_calls if w == 0] == ["put", "run_task", "run_batch"]
+    np.testing.assert_array_equal(be.fetch((("post", n), "read")), np.arange(float(n)) + 3)
+    be.delete([(("post", n), k) for k in ("x", "slow", 0, 1, "read")])

@@ -98,12 +98,11 @@ def test_exchange_serves_the_other_reader_before_its_own(ray_backend, actor_call
         )
         be.submit(w, _copy, [other], [("ex", "got", w)])
     be.wait()
-    # each worker: its producer, the post of the piece the other reads (both are on this
-    # node: a letter), its reader
+    # each worker: its producer and the post of the piece the other reads (both are on
+    # this node: a letter) in one call, then its reader
     for w in (0, 1):
         assert [method for worker, method in actor_calls if worker == w] == [
-            "run_task",
-            "post",
+            "run_batch",
             "run_task",
         ]
     for w in (0, 1):

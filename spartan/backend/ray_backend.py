@@ -18,7 +18,9 @@ reader, so in an exchange no worker serves its piece only after it got the other
 Tasks that read only their own worker's blocks and letters are held while that worker
 is busy and then sent together as one actor call (:meth:`RayBackend._release`): a chain
 of small operators on replicated arrays, as in every iteration of an iterative solver,
-costs one call per worker instead of one per operator. Deletes made in a
+costs one call per worker instead of one per operator. A post joins the owner's held
+tasks as the last step of the call that sends them (CG: its product and the post of the
+piece the other worker reads, one call each iteration instead of two). Deletes made in a
 :meth:`~spartan.backend.master.Master.batching_deletes` block (an evaluation) join the
 worker's held calls too.
 
@@ -39,6 +41,7 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,6 +75,17 @@ LOSS_ERRORS = (
     ray.exceptions.OwnerDiedError,
     channel.PeerLost,
 )
+
+
+@dataclass(frozen=True)
+class Post:
+    """A batch's last step: write ``block[src]`` as the letter at ``path``
+    (:meth:`RayWorker.post`)."""
+
+    path: str
+    key: Key
+    src: tuple
+    perm: tuple[int, ...] | None
 
 
 class RayWorker(Worker):
@@ -127,15 +141,19 @@ class RayWorker(Worker):
                 return failed
         return self.run(fn, inputs, outputs, *rest)
 
-    def run_batch(self, spec: bytes, *args: Any) -> TaskFailed | None:
+    def run_batch(self, spec: bytes, *args: Any) -> Any:
         """Tasks that read this worker's blocks and letters, and deletes (key lists), in
         order; returns the first task's failure (later readers store theirs too).
         A task's function is its pickle or the position of an argument in ``args``; its
-        letters are arguments too (given by position)."""
-        failed = None
+        letters are arguments too (given by position). A batch with a :class:`Post`
+        (one at most) returns the failure and what the post returns."""
+        failed, posts = None, []
         for step in pickle.loads(spec):
             if isinstance(step, list):
                 self.delete(step)
+                continue
+            if isinstance(step, Post):
+                posts.append(self.post(step.path, step.key, step.src, step.perm))
                 continue
             fn, inputs, outputs, tag, letters = step
             fn = fn if isinstance(fn, bytes) else args[fn]
@@ -143,7 +161,7 @@ class RayWorker(Worker):
             result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
             if failed is None and isinstance(result, TaskFailed):
                 failed = result
-        return failed
+        return (failed, *posts) if posts else failed
 
     def pid(self) -> int:
         return os.getpid()
@@ -397,26 +415,30 @@ class RayBackend(Master):
             if seq > rec.seq:  # (an earlier reader requested it when it was sent)
                 early[seq][n] = self._get_piece(remote[seq][n], reader)
 
-    def _release(self, worker: int) -> None:
-        """Send the tasks and deletes held for ``worker``, as one call when several."""
+    def _release(self, worker: int) -> Any:
+        """Send the tasks and deletes held for ``worker``, as one call when several;
+        the ref of the return of a post they end with, if any."""
         held = self._held.pop(worker, None)
         if not held:
-            return
+            return None
         self._sending.add(worker)  # a delete the garbage collector makes meanwhile waits
         try:
-            self._send_held(worker, held)
+            return self._send_held(worker, held)
         finally:
             self._sending.discard(worker)
 
-    def _send_held(self, worker: int, held: list[Record | list[Key]]) -> None:
+    def _send_held(self, worker: int, held: list[Record | list[Key] | Post]) -> Any:
+        """Send ``held`` (one post at most); the ref of the post's return, if any."""
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
                 letters = self._letters.pop(item.seq, ())
                 self._send(item, early=[(letter, False) for letter in letters] or None)
+            elif isinstance(item, Post):
+                return self.actors[worker].post.remote(item.path, item.key, item.src, item.perm)
             else:
                 self._send_delete(worker, item)
-            return
+            return None
         # functions too big to inline (refs, each once) and letters, by position
         args: list[Any] = []
         fn_at: dict[ray.ObjectRef, int] = {}
@@ -435,9 +457,15 @@ class RayBackend(Master):
                 steps.append((fn, item.inputs, item.outputs, item.tag, at))
             else:
                 steps.append(item)
-        ref = self.actors[worker].run_batch.remote(pickle.dumps(steps, protocol=5), *args)
+        call = self.actors[worker].run_batch
+        posts = any(isinstance(item, Post) for item in held)
+        ref = (call.options(num_returns=2) if posts else call).remote(
+            pickle.dumps(steps, protocol=5), *args
+        )
+        ref, apart = ref if posts else (ref, None)
         self._sent(worker, ref)
         self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
+        return apart
 
     def release_held(self) -> None:
         self.flush()
@@ -458,15 +486,16 @@ class RayBackend(Master):
         near = self.nodes[p.worker] == self.nodes[reader.worker]
         if made is not None and made.value is not None and made.seq < reader.seq and near:
             return made.value, True
-        self._release(p.worker)  # the block may come from a held task
-        owner = self.actors[p.worker]
         if near and self._mailbox is not None and self._piece_bytes(p, reader) <= channel.MAX_BYTES:
-            # a call of its own, not in a batch: a piece sent apart is its return value,
-            # there only once the call ends
+            # the post joins the owner's held tasks (the block may come from one of them)
+            # in one call, sent now; a piece sent apart is that call's second return,
+            # there once the post (with at most a delete after it) is done
             path = self._mailbox.name()
-            ref = owner.post.remote(path, p.key, p.src, p.perm)
-            return channel.Letter(path, self.pids[p.worker], ref), False
-        return owner.get_piece.remote(p.key, p.src, p.perm), False
+            self._held.setdefault(p.worker, []).append(Post(path, p.key, p.src, p.perm))
+            apart = self._release(p.worker)
+            return channel.Letter(path, self.pids[p.worker], apart), False
+        self._release(p.worker)  # the block may come from a held task
+        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
 
     def _piece_bytes(self, p: Piece, reader: Record) -> int:
         """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object (its
