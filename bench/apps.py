@@ -24,7 +24,9 @@ evaluated graph (``spartan.explain``).
 
 Before each timed run the harness waits until this process stops using the CPU
 (``quiesce``): OpenBLAS's threads spin for about 0.1 s after every NumPy or Dask
-call, and the next system's workers would have shared a core with them.
+call, and the next system's workers would have shared a core with them. And Dask
+distributed's worker processes are stopped (SIGSTOP) while the other systems run: idle,
+they used ~13% of a core at niceness 0, taken from whatever ran meanwhile.
 
 Rows are merged into ``bench/results/apps.md`` (one row per workload, replaced when
 re-measured).
@@ -421,6 +423,13 @@ class System:
     def reset_counters(self) -> None:
         """Zero what :meth:`bytes` reports (before the untimed run it reports on)."""
 
+    def pause(self) -> None:
+        """Stop this system's own processes while another system runs (see
+        :meth:`DaskSystem.pause`)."""
+
+    def resume(self) -> None:
+        """Undo :meth:`pause`."""
+
     def bytes(self) -> tuple[str, str]:
         return "-", "-"
 
@@ -483,6 +492,7 @@ class DaskSystem(System):
 
         self.da = dask.array
         self.client = None
+        self._stopped: list[psutil.Process] = []
         if distributed:
             from dask.distributed import Client, LocalCluster
 
@@ -541,7 +551,23 @@ class DaskSystem(System):
         # explicit: a distributed Client, once created, becomes dask's default scheduler
         return _to_numpy(dask.compute(result, scheduler="threads", num_workers=CORES)[0])
 
+    def pause(self) -> None:
+        """Dask distributed's worker processes, idle, use ~13% of a core here (heartbeats,
+        memory monitors) at niceness 0: any system timed meanwhile lost it, Ray's workers
+        (niceness 15) nearly all of each wakeup. They are stopped (SIGSTOP) while other
+        systems run; far shorter than the scheduler's worker time-to-live (5 minutes)."""
+        if self.client is not None and not self._stopped:
+            self._stopped = [psutil.Process(pid) for pid in self.client.run(os.getpid).values()]
+            for p in self._stopped:
+                p.suspend()
+
+    def resume(self) -> None:
+        for p in self._stopped:
+            p.resume()
+        self._stopped = []
+
     def close(self) -> None:
+        self.resume()
         self.unload()
         if self.client is not None:
             self.client.cluster.close()
@@ -646,6 +672,15 @@ def quiesce(limit: float = 1.0) -> None:
             return
 
 
+def _alone(system: System | None, systems: list[System]) -> None:
+    """Let ``system`` run with the other systems' processes stopped (None: resume all)."""
+    for s in systems:
+        if system is None or s is system:
+            s.resume()
+        else:
+            s.pause()
+
+
 def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Row:
     """Median seconds of each system on ``w`` (alternating), after a checked warm-up."""
     from harness import mismatches
@@ -675,6 +710,7 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     peaks: dict[str, int] = {s.name: 0 for s in active}
     for rep in range(repeats):
         for s in list(active):
+            _alone(s, active)
             quiesce()
             t0 = time.perf_counter()
             try:
@@ -693,12 +729,14 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     # GIL every 20 ms) would slow the timed runs of Python-heavy drivers unevenly
     for s in active:
         s.reset_counters()
+        _alone(s, active)
         quiesce()
         with PeakMemory() as mem:
             s.run()
         peaks[s.name] = mem.growth
         if s.name == "spartan":
             row.measured, row.predicted = s.bytes()
+    _alone(None, active)
     for s in active:
         s.unload()
     row.seconds = {s.name: statistics.median(times[s.name]) for s in active}
