@@ -79,8 +79,8 @@ LOSS_ERRORS = (
 
 @dataclass(frozen=True)
 class Post:
-    """A batch's last step: write ``block[src]`` as the letter at ``path``
-    (:meth:`RayWorker.post`)."""
+    """A batch step: write ``block[src]`` as the letter at ``path``
+    (:meth:`RayWorker.post`); it comes after the owner's tasks the call sends."""
 
     path: str
     key: Key
