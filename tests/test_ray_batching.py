@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -266,3 +267,35 @@ def test_a_post_joins_the_owners_held_tasks(ray_backend, actor_calls, n):
     assert [m for w, m in actor_calls if w == 0] == ["put", "run_task", "run_batch"]
     np.testing.assert_array_equal(be.fetch((("post", n), "read")), np.arange(float(n)) + 3)
     be.delete([(("post", n), k) for k in ("x", "slow", 0, 1, "read")])
+
+
+class _Stop(BaseException):
+    """Raised past a task's own error handling (which catches Exception)."""
+
+
+def _stop(x):
+    raise _Stop
+
+
+def test_a_batch_that_raises_still_writes_its_post(ray_backend, tmp_path):
+    """The reader of a letter waits for it on another worker: a batch whose earlier step
+    raises past its task still writes the post it ends with."""
+    import pickle
+
+    from spartan.backend import channel
+    from spartan.backend.ray_backend import Post, RayWorker
+    from spartan.backend.worker import Worker
+
+    worker = object.__new__(RayWorker)  # in this process: no actor, no heap policy
+    Worker.__init__(worker, 0)
+    worker.put(("raise", "x"), np.arange(4.0))
+    path = str(tmp_path / "letter")
+    steps = [
+        (pickle.dumps(_stop), [("raise", "x")], [("raise", "y")], None, ()),
+        Post(path, ("raise", "x"), (slice(1, 3),), None),
+    ]
+    with pytest.raises(_Stop):
+        worker.run_batch(pickle.dumps(steps))
+    assert os.path.exists(path)  # (else receiving it would wait: its writer lives)
+    letter = channel.Letter(path, writer=os.getpid())
+    np.testing.assert_array_equal(letter.receive(), [1.0, 2.0])

@@ -148,19 +148,27 @@ class RayWorker(Worker):
         letters are arguments too (given by position). A batch with a :class:`Post`
         (one at most) returns the failure and what the post returns."""
         failed, posts = None, []
-        for step in pickle.loads(spec):
-            if isinstance(step, list):
-                self.delete(step)
-                continue
-            if isinstance(step, Post):
-                posts.append(self.post(step.path, step.key, step.src, step.perm))
-                continue
-            fn, inputs, outputs, tag, letters = step
-            fn = fn if isinstance(fn, bytes) else args[fn]
-            remote = tuple(_open(args[i]) for i in letters)
-            result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
-            if failed is None and isinstance(result, TaskFailed):
-                failed = result
+        steps = pickle.loads(spec)
+        try:
+            for step in steps:
+                if isinstance(step, list):
+                    self.delete(step)
+                    continue
+                if isinstance(step, Post):
+                    posts.append(self.post(step.path, step.key, step.src, step.perm))
+                    continue
+                fn, inputs, outputs, tag, letters = step
+                fn = fn if isinstance(fn, bytes) else args[fn]
+                remote = tuple(_open(args[i]) for i in letters)
+                result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+                if failed is None and isinstance(result, TaskFailed):
+                    failed = result
+        finally:
+            # a step that raised past its task (not an Exception) must not leave the post
+            # unwritten: its reader, on another worker, waits for the letter
+            post = next((step for step in steps if isinstance(step, Post)), None)
+            if post is not None and not posts:
+                self.post(post.path, post.key, post.src, post.perm)
         return (failed, *posts) if posts else failed
 
     def pid(self) -> int:
