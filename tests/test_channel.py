@@ -84,3 +84,24 @@ def test_a_value_the_letter_cannot_carry_leaves_it_empty_meaning_sent_apart(mail
     other = channel.Letter(mailbox.name(), os.getpid())
     channel.post_apart(other.path)
     assert other.receive() is channel.SentApart
+
+
+def test_a_letter_with_nowhere_else_to_go_is_spilled(mailbox, monkeypatch, tmp_path):
+    """With ``spill``, a value shared memory has no room for goes to a file the empty
+    letter points to, one plain pickle refuses by cloudpickle; with no room anywhere,
+    the post raises. Closing the mailbox removes spilled letters never read."""
+    monkeypatch.setattr(channel, "SPILL_DIR", str(tmp_path))
+    real = channel._write
+    monkeypatch.setattr(channel, "_write", lambda p, d: p.startswith(str(tmp_path)) and real(p, d))
+    letter = channel.Letter(mailbox.name(), os.getpid())
+    assert channel.post(letter.path, lambda: 7, spill=True)
+    assert os.path.getsize(letter.path) == 0
+    assert letter.receive()() == 7
+    assert os.listdir(tmp_path) == []
+    unread = mailbox.name()
+    channel.post(unread, np.ones(2), spill=True)
+    mailbox.close()
+    assert os.listdir(tmp_path) == [] and not os.path.exists(unread)
+    monkeypatch.setattr(channel, "_write", lambda p, d: False)
+    with pytest.raises(OSError, match="no room"):
+        channel.post(mailbox.name(), 1, spill=True)

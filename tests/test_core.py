@@ -97,6 +97,34 @@ def test_join_update_collisions(backend):
     np.testing.assert_allclose(out.to_numpy(), a.sum(axis=0))
 
 
+def test_update_lists_read_from_other_workers_say_their_size(local_backend, monkeypatch):
+    """An accumulating task reads each update list made elsewhere as a whole object
+    whose region says about how big it is (a tile's bytes): the Ray backend then passes
+    a small one in a letter it may hold for the owner's later tasks."""
+    from spartan.backend.base import Region
+    from spartan.frontend.join_update import _Accumulate
+
+    sp.backend.session.use(local_backend)
+    seen, submit = [], local_backend.submit
+
+    def spy(worker, fn, inputs, outputs, *rest):
+        if isinstance(fn, _Accumulate):
+            seen.extend(i for i in inputs if isinstance(i, Region) and i.shape is None)
+        return submit(worker, fn, inputs, outputs, *rest)
+
+    monkeypatch.setattr(local_backend, "submit", spy)
+    a = data((12, 3), 9)
+    x = sp.array(a, tiling="row")
+
+    def column_sums(extents, block):
+        return [((slice(None),), block.sum(axis=0))]
+
+    out = sp.join_update(column_sums, np.add, [x], axes=[0], shape=(3,))
+    np.testing.assert_allclose(out.to_numpy(), a.sum(axis=0))
+    assert seen and {r.nbytes for r in seen} <= {8, 16, 24}
+    assert all(p.worker != -1 and p.src == () for r in seen for p in r.pieces)
+
+
 def test_views(backend, tiling):
     a = data((9, 7), 10)
     x = sp.array(a, tiling=tiling)

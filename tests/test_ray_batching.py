@@ -299,3 +299,87 @@ def test_a_batch_that_raises_still_writes_its_post(ray_backend, tmp_path):
     assert os.path.exists(path)  # (else receiving it would wait: its writer lives)
     letter = channel.Letter(path, writer=os.getpid())
     np.testing.assert_array_equal(letter.receive(), [1.0, 2.0])
+
+
+def _region_of(worker, key, stop):
+    from spartan.backend.base import Piece, Region
+
+    return Region((stop,), np.dtype(float), (Piece(worker, key, (slice(0, stop),), ()),))
+
+
+def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, actor_calls):
+    """While its owner is busy, the post of a piece whose size the driver knows is held
+    with the owner's tasks before and after it (one call for many iterations of a
+    solver); the reader, held too, is sent with it. Both see the right blocks."""
+    be = ray_backend
+    _busy(be, "hpost", np.arange(4.0))
+    _busy(be, "hpost1", np.arange(4.0))  # (worker 0 again: worker 1 must be busy too)
+    be.put(("hpost", "y"), np.zeros(4), 1)
+    be.submit(1, _slow_copy, [("hpost", "y")], [("hpost", "slow1")])
+    be.flush()
+    first = _chain(be, ("hpost", "slow"), 1, "hpost")
+    be.submit(1, _add_one, [_region_of(0, first, 4)], [("hpost", "read")])
+    after = _chain(be, first, 1, ("hpost", "after"))  # worker 0's next task
+    be.flush()
+    assert [type(item).__name__ for item in be._held[0]] == ["Record", "Post", "Record"]
+    be.wait()
+    calls = [m for w, m in actor_calls if w == 0]
+    assert calls.count("post") == 0 and calls[-1] == "run_batch"
+    np.testing.assert_array_equal(be.fetch(("hpost", "read")), np.arange(4.0) + 2)
+    np.testing.assert_array_equal(be.fetch(after), np.arange(4.0) + 2)
+    be.delete(
+        [("hpost", k) for k in ("x", "slow", "y", "slow1", "read", 0)]
+        + [("hpost1", "x"), ("hpost1", "slow"), after]
+    )
+
+
+def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_calls):
+    """A reader on an idle worker goes out at once: the held post it reads, and the
+    owner's tasks before it, go with it (it must not wait for the driver)."""
+    be = ray_backend
+    _busy(be, "rpost", np.arange(4.0))
+    first = _chain(be, ("rpost", "slow"), 1, "rpost")
+    be.submit(1, _add_one, [_region_of(0, first, 4)], [("rpost", "read")])
+    be.flush()
+    assert not be._held.get(0) and not be._held_posts
+    assert [m for w, m in actor_calls if w == 0][-1] == "run_batch"
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("rpost", "read")), np.arange(4.0) + 2)
+    be.delete([("rpost", k) for k in ("x", "slow", 0, "read")])
+
+
+def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypatch, tmp_path):
+    """A post without a ref for its reader to fall back on (held) spills a piece shared
+    memory has no room for (by cloudpickle where plain pickle refuses it); one with
+    nowhere to go fails its reader's task."""
+    import pickle
+
+    from spartan.backend import channel
+    from spartan.backend.ray_backend import Post, RayWorker, _open
+    from spartan.backend.worker import TaskFailed, Worker
+
+    worker = object.__new__(RayWorker)  # in this process: no actor, no heap policy
+    Worker.__init__(worker, 0)
+    worker.put(("spill", "x"), np.arange(4.0))
+    worker.put(("spill", "f"), np.array([lambda: 0], dtype=object))
+    monkeypatch.setattr(channel, "SPILL_DIR", str(tmp_path / "spill"))
+    os.mkdir(channel.SPILL_DIR)
+    real = channel._write
+    monkeypatch.setattr(
+        channel, "_write", lambda p, d: p.startswith(channel.SPILL_DIR) and real(p, d)
+    )
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    steps = [
+        Post(str(shm / "a"), ("spill", "x"), (slice(1, 3),), None, apart=False),
+        Post(str(shm / "b"), ("spill", "f"), (slice(0, 1),), None, apart=False),
+    ]
+    assert worker.run_batch(pickle.dumps(steps)) is None  # one return: nothing went apart
+    assert sorted(os.listdir(channel.SPILL_DIR)) == ["a", "b"]
+    np.testing.assert_array_equal(_open(channel.Letter(str(shm / "a"), os.getpid())), [1.0, 2.0])
+    assert _open(channel.Letter(str(shm / "b"), os.getpid()))[0]() == 0  # by cloudpickle
+    assert os.listdir(channel.SPILL_DIR) == []
+    monkeypatch.setattr(channel, "SPILL_DIR", "/nonexistent-spartan-spill")
+    worker.post(str(shm / "c"), ("spill", "x"), (slice(0, 1),), None, apart=False)
+    got = _open(channel.Letter(str(shm / "c"), os.getpid()))
+    assert isinstance(got, TaskFailed) and isinstance(got.error, OSError)

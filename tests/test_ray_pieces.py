@@ -127,7 +127,11 @@ def test_pieces_for_a_reader_on_the_same_node_come_in_letters_unless_known_big(
         be.submit(1, _copy, [Region((stop,), np.dtype(float), (piece,))], [("pc5", key)])
     be.submit(1, _copy, [("pc5", "made")], [("pc5", "whole")])
     be.wait()
-    assert [m for w, m in actor_calls if w == 0] == ["put", "run_task", "get_piece", "post", "post"]
+    calls = [m for w, m in actor_calls if w == 0]
+    # the small piece's post is held while worker 0 may still be copying; the whole
+    # block's (size unknown) ends a call at once: with it, or in one of its own
+    assert calls[:3] == ["put", "run_task", "get_piece"]
+    assert calls[3:] in (["post", "post"], ["run_batch"])
     np.testing.assert_array_equal(be.fetch(("pc5", "big")), np.arange(float(n)))
     np.testing.assert_array_equal(be.fetch(("pc5", "small")), np.arange(10.0))
     np.testing.assert_array_equal(be.fetch(("pc5", "whole")), np.arange(float(n)))

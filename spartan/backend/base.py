@@ -45,12 +45,15 @@ class Piece:
 class Region:
     """An array of ``shape``/``dtype`` assembled from pieces on the task's worker.
 
-    ``shape=None`` passes the one piece's object through as it is (a whole block).
+    ``shape=None`` passes the one piece's object through as it is (a whole block);
+    ``nbytes``, where its maker knows it, says about how big that object is (it only
+    steers how the object travels between workers).
     """
 
     shape: tuple[int, ...] | None
     dtype: np.dtype | None
     pieces: tuple[Piece, ...]
+    nbytes: int | None = None
 
 
 Input = Key | Region

@@ -11,7 +11,11 @@ already queued behind the reader's earlier work, waits for the file
 take letters. One that turns out bigger (a whole block, whose size the driver does not
 know), or that there is no room for, goes apart (the transport's other way: Ray's
 object store, where the reader maps it without a copy) and its letter is left empty,
-which the reader gets as :class:`SentApart`. The wait cannot deadlock: the driver sends
+which the reader gets as :class:`SentApart`. A piece whose reader holds no such ref (the
+driver held the post to send it with the owner's later tasks) is never sent apart: one
+plain pickle refuses goes by cloudpickle, and one there is no room for is *spilled* to a
+file in :data:`SPILL_DIR`, which an empty letter then points to. The wait cannot
+deadlock: the driver sends
 calls in an order in which every producer precedes its readers, and each worker runs
 its calls in that order (Ray's guarantee for calls from one caller), so the earliest
 unfinished call never waits.
@@ -31,10 +35,13 @@ import glob
 import itertools
 import os
 import pickle
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+import cloudpickle
 
 from spartan.backend import shared_output
 
@@ -46,6 +53,8 @@ MAX_BYTES = 1 << 20
 CHECK_WRITER_S = 1.0
 #: the longest sleep between looks for a letter
 MAX_POLL_S = 1e-3
+#: where a letter goes that shared memory has no room for (a disk: slower, but there)
+SPILL_DIR = tempfile.gettempdir()
 _PREFIX = "spartan-letter-"
 
 
@@ -61,7 +70,8 @@ class SentApart:
 class Letter:
     """A piece's name in shared memory, the process id of the worker writing it, and
     what the reader needs for a piece sent apart (the transport's business; Ray does
-    not resolve an object ref held in an argument's field)."""
+    not resolve an object ref held in an argument's field); None where none goes apart
+    (:func:`post` with ``spill``)."""
 
     path: str
     writer: int
@@ -91,25 +101,67 @@ class Letter:
                 continue
             with contextlib.suppress(FileNotFoundError):  # the mailbox closed meanwhile
                 os.unlink(self.path)
+            if not data:
+                data = _take(spill_path(self.path))
             return pickle.loads(data) if data else SentApart
 
 
-def post(path: str, value: Any) -> bool:
+def post(path: str, value: Any, spill: bool = False) -> bool:
     """Write ``value`` as the letter at ``path`` (the reader sees all of it or nothing)
-    and return True; else, when it cannot be pickled or there is no room for it, leave
-    an empty letter (:func:`post_apart`) and return False: a reader must never wait
-    for a letter that does not come."""
+    and return True. When plain pickle refuses it or there is no room for it: without
+    ``spill``, leave an empty letter (:func:`post_apart`) and return False, the value
+    going apart (a reader must never wait for a letter that does not come); with
+    ``spill`` (its reader has no other way to get it), pickle it with cloudpickle, write
+    it to :func:`spill_path` and return True, or raise when neither is possible."""
+    try:
+        data = pickle.dumps(value, protocol=5)
+    except Exception:  # noqa: BLE001 -- e.g. a lambda in an object array
+        if not spill:
+            post_apart(path)
+            return False
+        data = cloudpickle.dumps(value, protocol=5)
+    if _write(path, data):
+        return True
+    if spill and _write(spill_path(path), data):
+        post_apart(path)  # (an empty file needs no room)
+        return True
+    post_apart(path)
+    if spill:
+        raise OSError(
+            f"no room for a {len(data)}-byte piece in {os.path.dirname(path)} or {SPILL_DIR}"
+        )
+    return False
+
+
+def spill_path(path: str) -> str:
+    """Where the letter at ``path`` goes when shared memory has no room for it."""
+    return os.path.join(SPILL_DIR, os.path.basename(path))
+
+
+def _write(path: str, data: bytes) -> bool:
+    """Write ``data`` to ``path`` whole (by rename) or not at all; False: no room."""
     part = path + ".part"
     try:
         with open(part, "wb") as f:
-            f.write(pickle.dumps(value, protocol=5))
+            f.write(data)
         os.rename(part, path)
         return True
-    except Exception:  # noqa: BLE001 -- the value goes apart instead
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(part)
-        post_apart(path)
         return False
+
+
+def _take(path: str) -> bytes:
+    """The file at ``path``, removed once read; empty when there is none."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return b""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return data
 
 
 def post_apart(path: str) -> None:
@@ -124,6 +176,7 @@ class Mailbox:
 
     def __init__(self) -> None:
         shared_output.remove_orphans(_PREFIX)
+        shared_output.remove_orphans(_PREFIX, SPILL_DIR)
         self._stem = os.path.join(
             shared_output.SHM_DIR, f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
         )
@@ -140,6 +193,6 @@ class Mailbox:
 
     def close(self) -> None:
         """Remove letters never read (their readers died or were shut down)."""
-        for path in glob.glob(self._stem + "*"):
+        for path in glob.glob(self._stem + "*") + glob.glob(spill_path(self._stem) + "*"):
             with contextlib.suppress(OSError):  # read meanwhile
                 os.unlink(path)

@@ -19,8 +19,10 @@ Tasks that read only their own worker's blocks and letters are held while that w
 is busy and then sent together as one actor call (:meth:`RayBackend._release`): a chain
 of small operators on replicated arrays, as in every iteration of an iterative solver,
 costs one call per worker instead of one per operator. A post joins the owner's held
-tasks as the last step of the call that sends them (CG: its product and the post of the
-piece the other worker reads, one call each iteration instead of two). Deletes made in a
+tasks: one of a piece whose size the driver knows waits, while the owner is busy, for the
+owner's later tasks, until the owner is idle or the reader is sent (CG: the workers' many
+iterations, each a product, a post and a read of the other's post, in a few calls instead
+of one per iteration; an actor call's boundary cost 1.1-2.4 ms here). Deletes made in a
 :meth:`~spartan.backend.master.Master.batching_deletes` block (an evaluation) join the
 worker's held calls too.
 
@@ -80,12 +82,15 @@ LOSS_ERRORS = (
 @dataclass(frozen=True)
 class Post:
     """A batch step: write ``block[src]`` as the letter at ``path``
-    (:meth:`RayWorker.post`); it comes after the owner's tasks the call sends."""
+    (:meth:`RayWorker.post`), after the owner's tasks before it. With ``apart`` (at most
+    one, the batch's last step) a piece the letter cannot carry is the call's second
+    return, whose ref its reader holds; without, it is spilled."""
 
     path: str
     key: Key
     src: tuple
     perm: tuple[int, ...] | None
+    apart: bool = True
 
 
 class RayWorker(Worker):
@@ -113,16 +118,25 @@ class RayWorker(Worker):
             )
         return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
 
-    def post(self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None) -> Any:
+    def post(
+        self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None, apart: bool = True
+    ) -> Any:
         """Write ``block[src]`` as the letter at ``path`` for a reader on this host
-        (:mod:`spartan.backend.channel`). A piece over ``channel.MAX_BYTES``, or one the
-        letter had no room for, is returned instead (into the object store, where the
-        reader maps it) and the letter left empty. An error getting the piece goes to
-        the reader, whose task re-raises it. Never raises: a reader waits for this."""
+        (:mod:`spartan.backend.channel`). With ``apart``, a piece over
+        ``channel.MAX_BYTES``, or one the letter had no room for, is returned instead
+        (into the object store, where the reader maps it) and the letter left empty;
+        without, it is spilled. An error getting or passing the piece goes to the
+        reader, whose task re-raises it. Never raises: a reader waits for this."""
         try:
             part = self.get_piece(key, src, perm)
         except Exception as error:  # noqa: BLE001
             part = TaskFailed(error.with_traceback(None))
+        if not apart:
+            try:
+                channel.post(path, part, spill=True)
+            except Exception as error:  # noqa: BLE001 -- no pickler or no room for it
+                channel.post(path, TaskFailed(error.with_traceback(None)))
+            return None
         if nbytes_of(part) > channel.MAX_BYTES:
             channel.post_apart(path)
             return part
@@ -145,34 +159,42 @@ class RayWorker(Worker):
         """Tasks that read this worker's blocks and letters, and deletes (key lists), in
         order; returns the first task's failure (later readers store theirs too).
         A task's function is its pickle or the position of an argument in ``args``; its
-        letters are arguments too (given by position). A batch with a :class:`Post`
-        (one at most) returns the failure and what the post returns."""
-        failed, posts = None, []
+        letters are arguments too (given by position). A batch ending with a
+        :class:`Post` that may send its piece apart returns the failure and what that
+        post returns."""
+        failed, apart, done = None, None, 0
         steps = pickle.loads(spec)
         try:
             for step in steps:
                 if isinstance(step, list):
                     self.delete(step)
-                    continue
-                if isinstance(step, Post):
-                    posts.append(self.post(step.path, step.key, step.src, step.perm))
-                    continue
-                fn, inputs, outputs, tag, letters = step
-                fn = fn if isinstance(fn, bytes) else args[fn]
-                remote = tuple(_open(args[i]) for i in letters)
-                result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
-                if failed is None and isinstance(result, TaskFailed):
-                    failed = result
+                elif isinstance(step, Post):
+                    posted = self.post(step.path, step.key, step.src, step.perm, step.apart)
+                    apart = posted if step.apart else apart
+                else:
+                    fn, inputs, outputs, tag, letters = step
+                    fn = fn if isinstance(fn, bytes) else args[fn]
+                    remote = tuple(_open(args[i]) for i in letters)
+                    result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+                    if failed is None and isinstance(result, TaskFailed):
+                        failed = result
+                done += 1
         finally:
-            # a step that raised past its task (not an Exception) must not leave the post
-            # unwritten: its reader, on another worker, waits for the letter
-            post = next((step for step in steps if isinstance(step, Post)), None)
-            if post is not None and not posts:
-                self.post(post.path, post.key, post.src, post.perm)
-        return (failed, *posts) if posts else failed
+            # a step that raised past its task (not an Exception) must not leave the posts
+            # after it unwritten: their readers, on other workers, wait for the letters
+            for step in steps[done:]:
+                if isinstance(step, Post):
+                    self.post(step.path, step.key, step.src, step.perm, step.apart)
+        return (failed, apart) if any(_sends_apart(step) for step in steps) else failed
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def _sends_apart(step: Any) -> bool:
+    """Whether batch step ``step`` is a post that may return its piece (a batch with one
+    has two returns)."""
+    return isinstance(step, Post) and step.apart
 
 
 def _open(letter: channel.Letter) -> Any:
@@ -182,7 +204,11 @@ def _open(letter: channel.Letter) -> Any:
     raises: the rest of a batch must still run."""
     try:
         part = letter.receive()
-        return ray.get(letter.apart) if part is channel.SentApart else part
+        if part is not channel.SentApart:
+            return part
+        if letter.apart is None:  # (its writer could not even post the error)
+            raise OSError("no room in shared memory to pass a piece between workers")
+        return ray.get(letter.apart)
     except Exception as error:  # noqa: BLE001
         return TaskFailed(_unwrap(error).with_traceback(None))
 
@@ -274,6 +300,8 @@ class RayBackend(Master):
         self._letters: dict[int, list[channel.Letter]] = {}
         #: workers whose held calls are being sent (see :meth:`_release`)
         self._sending: set[int] = set()
+        #: the owner of each held post, by letter path (see :meth:`_get_piece`)
+        self._held_posts: dict[str, int] = {}
         #: per worker: a future of the last call sent to it (see :meth:`_busy`)
         self._last: dict[int, Any] = {}
         self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
@@ -426,6 +454,8 @@ class RayBackend(Master):
     def _release(self, worker: int) -> Any:
         """Send the tasks and deletes held for ``worker``, as one call when several;
         the ref of the return of a post they end with, if any."""
+        if worker in self._sending:  # (what it holds now goes after what it is sending)
+            return None
         held = self._held.pop(worker, None)
         if not held:
             return None
@@ -443,7 +473,10 @@ class RayBackend(Master):
                 letters = self._letters.pop(item.seq, ())
                 self._send(item, early=[(letter, False) for letter in letters] or None)
             elif isinstance(item, Post):
-                return self.actors[worker].post.remote(item.path, item.key, item.src, item.perm)
+                self._held_posts.pop(item.path, None)
+                return self.actors[worker].post.remote(
+                    item.path, item.key, item.src, item.perm, item.apart
+                )
             else:
                 self._send_delete(worker, item)
             return None
@@ -464,13 +497,16 @@ class RayBackend(Master):
                 args.extend(letters)
                 steps.append((fn, item.inputs, item.outputs, item.tag, at))
             else:
+                if isinstance(item, Post):
+                    self._held_posts.pop(item.path, None)
                 steps.append(item)
+        self._release_posts(args)
         call = self.actors[worker].run_batch
-        posts = any(isinstance(item, Post) for item in held)
-        ref = (call.options(num_returns=2) if posts else call).remote(
+        apart = any(_sends_apart(item) for item in held)
+        ref = (call.options(num_returns=2) if apart else call).remote(
             pickle.dumps(steps, protocol=5), *args
         )
-        ref, apart = ref if posts else (ref, None)
+        ref, apart = ref if apart else (ref, None)
         self._sent(worker, ref)
         self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
         return apart
@@ -494,16 +530,31 @@ class RayBackend(Master):
         near = self.nodes[p.worker] == self.nodes[reader.worker]
         if made is not None and made.value is not None and made.seq < reader.seq and near:
             return made.value, True
-        if near and self._mailbox is not None and self._piece_bytes(p, reader) <= channel.MAX_BYTES:
-            # the post joins the owner's held tasks (the block may come from one of them)
-            # in one call, sent now; a piece sent apart is that call's second return,
-            # there once the post (with at most a delete after it) is done
+        size = self._piece_bytes(p, reader)
+        if near and self._mailbox is not None and size <= channel.MAX_BYTES:
+            # the post joins the owner's held tasks (the block may come from one of them).
+            # A piece of known size is never sent apart: while the owner is busy, its
+            # post waits there for its later tasks (one call for many iterations of a
+            # solver), until the owner is idle or the reader is sent
+            # (:meth:`_release_posts`). Else the post ends a call sent now, and a piece
+            # sent apart is that call's second return, there once the post is done.
             path = self._mailbox.name()
-            self._held.setdefault(p.worker, []).append(Post(path, p.key, p.src, p.perm))
+            post = Post(path, p.key, p.src, p.perm, apart=size == 0)
+            self._held.setdefault(p.worker, []).append(post)
+            if not post.apart and self._busy(p.worker):
+                self._held_posts[path] = p.worker
+                return channel.Letter(path, self.pids[p.worker]), False
             apart = self._release(p.worker)
             return channel.Letter(path, self.pids[p.worker], apart), False
         self._release(p.worker)  # the block may come from a held task
         return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
+
+    def _release_posts(self, letters: Sequence[Any]) -> None:
+        """Send the held posts of ``letters`` (a reader's arguments), with the tasks their
+        owners hold: a reader sent must not wait for the driver."""
+        for letter in letters:
+            if isinstance(letter, channel.Letter) and letter.path in self._held_posts:
+                self._release(self._held_posts[letter.path])
 
     def _piece_bytes(self, p: Piece, reader: Record) -> int:
         """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object (its
@@ -536,6 +587,7 @@ class RayBackend(Master):
             if remote is None:
                 remote = remote_pieces(rec.worker, rec.inputs)
             got = self._pieces(rec, remote, early)
+            self._release_posts([r for r, _ in got])
             nodes = [self.nodes[p.worker] for p in remote]
             whole = tuple(w for _, w in got)
             # one pickled spec instead of six arguments: Ray serializes each apart
@@ -741,6 +793,7 @@ class RayBackend(Master):
         for a in self.actors:
             ray.kill(a)
         self._queued, self._held, self._last, self._letters = [], {}, {}, {}
+        self._held_posts = {}
         self.actors = []
         self.nworkers = 0
         self._landing.close()
@@ -750,10 +803,14 @@ class RayBackend(Master):
 
 def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:
     """Bytes of each piece a task on ``worker`` reads from elsewhere, by the piece's id
-    (pieces of a whole stored object, whose size is not known here, are left out)."""
+    (pieces of a whole stored object are left out unless its region says its size)."""
     sizes = {}
     for inp in inputs:
-        if not isinstance(inp, Region) or inp.shape is None:
+        if not isinstance(inp, Region):
+            continue
+        if inp.shape is None:
+            if inp.nbytes is not None:
+                sizes.update((id(p), inp.nbytes) for p in inp.pieces if p.worker != worker)
             continue
         itemsize = np.dtype(inp.dtype).itemsize
         for p in inp.pieces:

@@ -171,11 +171,12 @@ def attach(path: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return whole[: array_bytes(shape, dtype)].view(dtype).reshape(shape)
 
 
-def remove_orphans(prefix: str) -> None:
-    """Files named ``prefix`` + a driver's pid + ``-``... whose driver died without
-    removing them."""
-    for path in glob.glob(os.path.join(SHM_DIR, prefix + "*")):
-        pid = path[len(os.path.join(SHM_DIR, prefix)) :].split("-")[0]
+def remove_orphans(prefix: str, directory: str | None = None) -> None:
+    """Files in ``directory`` (default: :data:`SHM_DIR`) named ``prefix`` + a driver's
+    pid + ``-``... whose driver died without removing them."""
+    stem = os.path.join(directory or SHM_DIR, prefix)
+    for path in glob.glob(stem + "*"):
+        pid = path[len(stem) :].split("-")[0]
         if pid.isdigit() and not process_alive(int(pid)):
             with contextlib.suppress(OSError):  # gone already, or not ours to remove
                 os.unlink(path)

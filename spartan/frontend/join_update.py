@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from spartan.backend.base import Region
+from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module, contiguous
 from spartan.config import config
 from spartan.frontend.expr import Expr
@@ -310,6 +310,7 @@ class JoinUpdate(Expr):
         by_index = {ri.index: ri for ri in piped}
         whole = WholeReads(ctx, self.uid)
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
+        made_on: dict[tuple, int] = {}  # each update key's worker
         per_worker: dict[int, list] = {}
         for g in range(groups):
             boxes = []
@@ -364,6 +365,7 @@ class JoinUpdate(Expr):
             for t, k in zip(fed[b], keys):
                 if t not in finish:
                     update_keys[t].append(k)
+                    made_on[k] = w
                 else:
                     update_keys.pop(t)
         base = self.children[self.ninputs] if self.has_base else None
@@ -372,8 +374,16 @@ class JoinUpdate(Expr):
             if t not in update_keys:  # finished by its join task
                 continue
             ins = [ctx.region(base, box, w)] if base is not None else []
+            # an update list from elsewhere: about a tile's bytes (how it travels)
+            nbytes = int(np.prod(box_shape(box))) * self.dtype.itemsize
+            ins += [
+                k
+                if made_on[k] == w
+                else Region(None, None, (Piece(made_on[k], k, (), ()),), nbytes)
+                for k in update_keys[t]
+            ]
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
-            ctx.backend.submit(w, task, ins + update_keys[t], [tiles.key(idx)])
+            ctx.backend.submit(w, task, ins, [tiles.key(idx)])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
         whole.release()
         self.data = tiles
