@@ -454,8 +454,6 @@ class RayBackend(Master):
     def _release(self, worker: int) -> Any:
         """Send the tasks and deletes held for ``worker``, as one call when several;
         the ref of the return of a post they end with, if any."""
-        if worker in self._sending:  # (what it holds now goes after what it is sending)
-            return None
         held = self._held.pop(worker, None)
         if not held:
             return None
@@ -474,9 +472,10 @@ class RayBackend(Master):
                 self._send(item, early=[(letter, False) for letter in letters] or None)
             elif isinstance(item, Post):
                 self._held_posts.pop(item.path, None)
-                return self.actors[worker].post.remote(
+                ref = self.actors[worker].post.remote(
                     item.path, item.key, item.src, item.perm, item.apart
                 )
+                return ref if item.apart else None
             else:
                 self._send_delete(worker, item)
             return None
@@ -553,13 +552,18 @@ class RayBackend(Master):
         """Send the held posts of ``letters`` (a reader's arguments), with the tasks their
         owners hold: a reader sent must not wait for the driver."""
         for letter in letters:
-            if isinstance(letter, channel.Letter) and letter.path in self._held_posts:
-                self._release(self._held_posts[letter.path])
+            owner = (
+                self._held_posts.get(letter.path) if isinstance(letter, channel.Letter) else None
+            )
+            # (an owner being sent already holds the post in what it is sending)
+            if owner is not None and owner not in self._sending:
+                self._release(owner)
 
     def _piece_bytes(self, p: Piece, reader: Record) -> int:
-        """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object (its
-        size is not known here). The sizes of one reader's pieces are worked out
-        together, once (its pieces are asked for one after another)."""
+        """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object whose
+        region does not say its size (:attr:`Region.nbytes`). The sizes of one reader's
+        pieces are worked out together, once (its pieces are asked for one after
+        another)."""
         if self._sizes[0] is not reader:
             self._sizes = (reader, _remote_piece_bytes(reader.worker, reader.inputs))
         return self._sizes[1].get(id(p), 0)
