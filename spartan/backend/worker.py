@@ -6,6 +6,7 @@ The same class runs in-process (:mod:`spartan.backend.local`) and as a Ray actor
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -55,7 +56,7 @@ def assemble(region: Region, parts: Sequence[Any]) -> np.ndarray:
         return parts[0]
     if len(pieces) == 1:
         part = parts[0]
-        if part.size == int(np.prod(region.shape)):
+        if part.size == math.prod(region.shape):
             # one piece covering the region: a view, no copy
             return part.reshape(region.shape)
     xp = array_module(*parts) if parts else np

@@ -9,6 +9,7 @@ been chosen. An evaluated node keeps its :class:`~spartan.frontend.tiles.Tiles`
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,7 +69,7 @@ class Expr:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # (Python ints: exact, and ~10x faster than np.prod)
 
     @property
     def nbytes(self) -> int:

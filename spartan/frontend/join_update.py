@@ -15,6 +15,7 @@ combine collisions with ``f_accum`` onto an output that starts at ``fill``.
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -375,7 +376,7 @@ class JoinUpdate(Expr):
                 continue
             ins = [ctx.region(base, box, w)] if base is not None else []
             # an update list from elsewhere: about a tile's bytes (how it travels)
-            nbytes = int(np.prod(box_shape(box))) * self.dtype.itemsize
+            nbytes = math.prod(box_shape(box)) * self.dtype.itemsize
             ins += [
                 k
                 if made_on[k] == w

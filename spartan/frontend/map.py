@@ -7,6 +7,7 @@ arrays. Element-wise kernels run in row chunks that stay in cache.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,9 +73,9 @@ class Kernel:
             # a region assembled from several pieces is new memory: it is the tile (copying
             # it again took half of an 8000^2 re-tiling's time); a view of one block is copied
             return block if block.flags.owndata else block.copy()
-        if self.elementwise and xp is np and rows > 1 and int(np.prod(shape)) > 2 * CHUNK:
+        if self.elementwise and xp is np and rows > 1 and math.prod(shape) > 2 * CHUNK:
             out = np.empty(shape, self.dtype)
-            step = max(1, CHUNK * rows // int(np.prod(shape)))
+            step = max(1, CHUNK * rows // math.prod(shape))
             full = [b.ndim == len(shape) and b.shape[0] == rows for b in blocks]
             for lo in range(0, rows, step):
                 part = [b[lo : lo + step] if f else b for b, f in zip(blocks, full)]
