@@ -313,8 +313,7 @@ def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, acto
     solver); the reader, held too, is sent with it. Both see the right blocks."""
     be = ray_backend
     _busy(be, "hpost", np.arange(4.0))
-    _busy(be, "hpost1", np.arange(4.0))  # (worker 0 again: worker 1 must be busy too)
-    be.put(("hpost", "y"), np.zeros(4), 1)
+    be.put(("hpost", "y"), np.zeros(4), 1)  # worker 1 busy too: its reader is held
     be.submit(1, _slow_copy, [("hpost", "y")], [("hpost", "slow1")])
     be.flush()
     first = _chain(be, ("hpost", "slow"), 1, "hpost")
@@ -327,10 +326,7 @@ def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, acto
     assert calls.count("post") == 0 and calls[-1] == "run_batch"
     np.testing.assert_array_equal(be.fetch(("hpost", "read")), np.arange(4.0) + 2)
     np.testing.assert_array_equal(be.fetch(after), np.arange(4.0) + 2)
-    be.delete(
-        [("hpost", k) for k in ("x", "slow", "y", "slow1", "read", 0)]
-        + [("hpost1", "x"), ("hpost1", "slow"), after]
-    )
+    be.delete([("hpost", k) for k in ("x", "slow", "y", "slow1", "read", 0)] + [after])
 
 
 def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_calls):
