@@ -82,28 +82,17 @@ class Letter:
 
         Raises :class:`PeerLost` if the writer dies without posting it."""
         sleep, check_at = 20e-6, time.monotonic() + CHECK_WRITER_S
-        while True:
-            try:
-                with open(self.path, "rb") as f:
-                    data = f.read()
-            except FileNotFoundError:
-                if time.monotonic() >= check_at:
-                    check_at = time.monotonic() + CHECK_WRITER_S
-                    # (a writer that posted and then died leaves the letter here)
-                    if not shared_output.process_alive(self.writer) and not os.path.exists(
-                        self.path
-                    ):
-                        raise PeerLost(
-                            f"worker process {self.writer} died before sending"
-                        ) from None
-                time.sleep(sleep)
-                sleep = min(2 * sleep, MAX_POLL_S)
-                continue
-            with contextlib.suppress(FileNotFoundError):  # the mailbox closed meanwhile
-                os.unlink(self.path)
-            if not data:
-                data = _take(spill_path(self.path))
-            return pickle.loads(data) if data else SentApart
+        while (data := _take(self.path)) is None:
+            if time.monotonic() >= check_at:
+                check_at = time.monotonic() + CHECK_WRITER_S
+                # (a writer that posted and then died leaves the letter here)
+                if not shared_output.process_alive(self.writer) and not os.path.exists(self.path):
+                    raise PeerLost(f"worker process {self.writer} died before sending")
+            time.sleep(sleep)
+            sleep = min(2 * sleep, MAX_POLL_S)
+        if not data:  # an empty letter: the piece was spilled, or went apart
+            data = _take(spill_path(self.path)) or b""
+        return pickle.loads(data) if data else SentApart
 
 
 def post(path: str, value: Any, spill: bool = False) -> bool:
@@ -122,15 +111,13 @@ def post(path: str, value: Any, spill: bool = False) -> bool:
         data = cloudpickle.dumps(value, protocol=5)
     if _write(path, data):
         return True
-    if spill and _write(spill_path(path), data):
-        post_apart(path)  # (an empty file needs no room)
-        return True
+    spilled = spill and _write(spill_path(path), data)  # (before the letter points to it)
     post_apart(path)
-    if spill:
+    if spill and not spilled:
         raise OSError(
             f"no room for a {len(data)}-byte piece in {os.path.dirname(path)} or {SPILL_DIR}"
         )
-    return False
+    return spilled
 
 
 def spill_path(path: str) -> str:
@@ -152,14 +139,14 @@ def _write(path: str, data: bytes) -> bool:
         return False
 
 
-def _take(path: str) -> bytes:
-    """The file at ``path``, removed once read; empty when there is none."""
+def _take(path: str) -> bytes | None:
+    """The file at ``path``, removed once read; None when there is none."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        return b""
-    with contextlib.suppress(FileNotFoundError):
+        return None
+    with contextlib.suppress(FileNotFoundError):  # the mailbox closed meanwhile
         os.unlink(path)
     return data
 
