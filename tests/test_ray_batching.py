@@ -108,6 +108,34 @@ def test_unloadable_function_fails_only_its_own_task(ray_backend):
     be.delete([("load", k) for k in ("x", "slow", "bad", "ok")])
 
 
+def test_task_functions_pickle_as_cloudpickle_would(monkeypatch):
+    """Importable functions go by reference through plain pickle; a lambda, a script's
+    own function (``__main__``) and one of a module registered by value go by value."""
+    import pickle
+    import sys
+    import types
+
+    from ray import cloudpickle
+
+    from spartan.backend.ray_backend import _dumps_fn
+    from spartan.frontend.lowering import identity
+
+    assert _dumps_fn(identity) == pickle.dumps(identity, protocol=5)
+    assert pickle.loads(_dumps_fn(identity)) is identity
+    assert pickle.loads(_dumps_fn(lambda x: x + 2))(1) == 3
+
+    main = types.ModuleType("__main__")
+    exec("def script_fn(x):\n    return x * 3\n", main.__dict__)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    blob = _dumps_fn(main.script_fn)
+    assert blob == cloudpickle.dumps(main.script_fn, protocol=5)
+    monkeypatch.delitem(sys.modules, "__main__")  # as on a worker: it has no script_fn
+    assert pickle.loads(blob)(2) == 6
+
+    # this module is registered by value (conftest): Ray workers cannot import it
+    assert _dumps_fn(_add_one) == cloudpickle.dumps(_add_one, protocol=5)
+
+
 def test_deletes_in_a_batch_go_out_together_at_its_end(ray_backend, actor_calls):
     """Inside ``batching_deletes`` a delete waits for the worker's next call; the batch's
     end sends them (one call), and the blocks are gone."""

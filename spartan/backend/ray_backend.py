@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
+from ray.cloudpickle.cloudpickle import _PICKLE_BY_VALUE_MODULES as _BY_VALUE_MODULES
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend import channel, shared_output
@@ -337,7 +338,7 @@ class RayBackend(Master):
         hit = self._fn_cache.get(id(fn))
         if hit is not None and hit[0] is fn:
             return hit[1]
-        blob = cloudpickle.dumps(fn)
+        blob = _dumps_fn(fn)
         arg: bytes | ray.ObjectRef = blob
         if len(blob) > INLINE_FN_BYTES:
             digest = hashlib.blake2b(blob, digest_size=16).digest()
@@ -830,6 +831,23 @@ def _alive(actor: Any) -> bool:
         return True
     except (*LOSS_ERRORS, ray.exceptions.GetTimeoutError):
         return False
+
+
+def _dumps_fn(fn: Callable[..., Any]) -> bytes:
+    """``fn`` pickled as cloudpickle would, in a third of the time (a CG solve pickles
+    ~300 task functions): plain pickle, whose C pickler refers to functions and classes
+    by module and name as cloudpickle does for importable ones; cloudpickle where plain
+    pickle refuses (a lambda, a local function) or where the result names ``__main__``
+    (a script's or notebook's own code) or a module registered to go by value, which
+    cloudpickle sends by value."""
+    try:
+        blob = pickle.dumps(fn, protocol=5)
+    except Exception:  # noqa: BLE001 -- whatever plain pickle refuses, cloudpickle tries
+        return cloudpickle.dumps(fn, protocol=5)
+    by_value = ("__main__", *_BY_VALUE_MODULES)  # (a submodule's name contains its own)
+    if any(name.encode() in blob for name in by_value):
+        return cloudpickle.dumps(fn, protocol=5)
+    return blob
 
 
 def _interactive() -> bool:
