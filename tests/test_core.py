@@ -76,6 +76,19 @@ def test_dot_both_implementations(backend, tiling):
     v = data((4,), 7)
     np.testing.assert_allclose(sp.dot(x, v).to_numpy(), tall @ v)
     np.testing.assert_allclose(sp.dot(v, y).to_numpy(), v @ wide)
+    w = sp.array(v, tiling=tiling)
+    np.testing.assert_allclose(sp.dot(w, w).to_numpy(), v @ v)
+    np.testing.assert_allclose((x @ w).to_numpy(), tall @ v)
+
+
+def test_vector_products_join_their_operands_directly(local):
+    """A 1-D operand is joined as it is, not as a view with a unit axis whose result is
+    indexed back: a solver iteration built 8 views for its 3 products."""
+    x, v = sp.ones((6, 4)), sp.ones(4)
+    for z, shape in ((x @ v, (6,)), (v @ x.T, (6,)), (v @ v, ())):
+        assert z.shape == shape
+        assert not z._expr.is_view
+        assert all(not c.is_view or c.base is x._expr for c in z._expr.children)
 
 
 def test_filter(backend, tiling):

@@ -46,15 +46,25 @@ def _rows_first(x: Array) -> bool:
 
 
 def dot2d(x: Array, y: Array) -> Array:
-    """``x @ y`` for 2-D arrays, as one of the two join_update implementations."""
-    n, k = x.shape
-    k2, m = y.shape
+    """``x @ y`` for 1-D and 2-D arrays (NumPy's shapes: a 1-D ``x`` is a row, a 1-D ``y``
+    a column, and those axes are dropped from the result), as one of the two
+    join_update implementations; a 1-D ``x`` has no rows to group, so it takes (b)."""
+    k, k2 = x.shape[-1], y.shape[0]
     if k != k2:
-        raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {k} (dim 1) != {k2} (dim 0)")
+        raise ValueError(
+            f"shapes {x.shape} and {y.shape} not aligned: {k} (dim {x.ndim - 1}) != {k2} (dim 0)"
+        )
+    shape = x.shape[:-1] + y.shape[1:]
     dtype = np.result_type(x.dtype, y.dtype)
-    if _rows_first(x):
+    if x.ndim == 1 or _rows_first(x):
         expr = JoinUpdate(
-            _partial_product, np.add, [x._expr, y._expr], [1, 0], (n, m), dtype, name="dot(b)"
+            _partial_product,
+            np.add,
+            [x._expr, y._expr],
+            [x.ndim - 1, 0],
+            shape,
+            dtype,
+            name="dot(b)",
         )
     else:
         expr = JoinUpdate(
@@ -62,7 +72,7 @@ def dot2d(x: Array, y: Array) -> Array:
             None,
             [x._expr, y._expr],
             [0, -1],
-            (n, m),
+            shape,
             dtype,
             name="dot(a)",
             update_axis=0,
@@ -80,16 +90,7 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
         return _out(x * y, out)
     if x.ndim > 2 or y.ndim > 2:
         return _out(tensordot(x, y, axes=([x.ndim - 1], [max(y.ndim - 2, 0)])), out)
-    x2 = x if x.ndim == 2 else x[None, :]
-    y2 = y if y.ndim == 2 else y[:, None]
-    z = dot2d(x2, y2)
-    if x.ndim == 1 and y.ndim == 1:
-        z = z[0, 0]
-    elif x.ndim == 1:
-        z = z[0]
-    elif y.ndim == 1:
-        z = z[:, 0]
-    return _out(z, out)
+    return _out(dot2d(x, y), out)
 
 
 def matmul(a: Any, b: Any) -> Any:
