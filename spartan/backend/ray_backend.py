@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
-from ray.cloudpickle.cloudpickle import _PICKLE_BY_VALUE_MODULES as _BY_VALUE_MODULES
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend import channel, shared_output
@@ -61,6 +60,10 @@ from spartan.backend.worker import TaskFailed, Worker, nbytes_of, take
 from spartan.config import config
 
 log = logging.getLogger("spartan")
+
+#: the modules cloudpickle sends by value (``register_pickle_by_value``); None where this
+#: cloudpickle keeps them elsewhere: then every task function goes by cloudpickle
+_BY_VALUE_MODULES = getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES", None)
 
 #: a busy worker's held tasks are sent once this many have collected
 HELD_MAX = 64
@@ -840,6 +843,8 @@ def _dumps_fn(fn: Callable[..., Any]) -> bytes:
     pickle refuses (a lambda, a local function) or where the result names ``__main__``
     (a script's or notebook's own code) or a module registered to go by value, which
     cloudpickle sends by value."""
+    if _BY_VALUE_MODULES is None:
+        return cloudpickle.dumps(fn, protocol=5)
     try:
         blob = pickle.dumps(fn, protocol=5)
     except Exception:  # noqa: BLE001 -- whatever plain pickle refuses, cloudpickle tries
