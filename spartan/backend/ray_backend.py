@@ -468,14 +468,17 @@ class RayBackend(Master):
             self._sending.discard(worker)
 
     def _send_held(self, worker: int, held: list[Record | list[Key] | Post]) -> Any:
-        """Send ``held`` (one post at most); the ref of the post's return, if any."""
+        """Send ``held`` (any number of held posts, at most one that may send its piece
+        apart, last); the ref of that post's return, if any."""
+        for item in held:
+            if isinstance(item, Post):  # sent now: no longer held
+                self._held_posts.pop(item.path, None)
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
                 letters = self._letters.pop(item.seq, ())
                 self._send(item, early=[(letter, False) for letter in letters] or None)
             elif isinstance(item, Post):
-                self._held_posts.pop(item.path, None)
                 ref = self.actors[worker].post.remote(
                     item.path, item.key, item.src, item.perm, item.apart
                 )
@@ -500,8 +503,6 @@ class RayBackend(Master):
                 args.extend(letters)
                 steps.append((fn, item.inputs, item.outputs, item.tag, at))
             else:
-                if isinstance(item, Post):
-                    self._held_posts.pop(item.path, None)
                 steps.append(item)
         self._release_posts(args)
         call = self.actors[worker].run_batch
