@@ -459,10 +459,10 @@ class SpartanSystem(System):
     def run(self) -> Any:
         result = self.w.program(self.sp, *self.inputs)
         arrays = [r for r in _leaves(result) if isinstance(r, self.sp.Array)]
-        if len(arrays) > 1:  # one evaluation computes what the results share once
-            self.sp.evaluate(*arrays)
         self.last = arrays
-        return _to_numpy(result)  # one result: evaluated and fetched in one wait
+        # one evaluation computes what the results share once; one wait fetches them all
+        fetched = dict(zip(map(id, arrays), self.sp.compute(*arrays)))
+        return _to_numpy(_swap_leaves(result, fetched))
 
     def bytes(self) -> tuple[str, str]:
         measured = self.sp.stats()["bytes_moved"]
@@ -595,6 +595,13 @@ def _leaves(result: Any) -> list[Any]:
     if isinstance(result, (tuple, list)):
         return [x for v in result for x in _leaves(v)]
     return [result]
+
+
+def _swap_leaves(result: Any, values: dict[int, Any]) -> Any:
+    """``result`` with each leaf whose id is in ``values`` replaced by its value."""
+    if isinstance(result, (tuple, list)):
+        return tuple(_swap_leaves(v, values) for v in result)
+    return values.get(id(result), result)
 
 
 def _to_numpy(result: Any) -> Any:

@@ -22,6 +22,7 @@ from spartan.backend.device import array_module as get_array_module
 from spartan.backend.session import init, shutdown
 from spartan.config import config
 from spartan.frontend.array import Array, ndarray
+from spartan.frontend.evaluate import compute as _compute
 from spartan.frontend.evaluate import evaluate as _evaluate
 from spartan.numpy_api import *  # noqa: F403
 from spartan.numpy_api import array_namespace_info as __array_namespace_info__
@@ -35,6 +36,15 @@ def evaluate(*arrays: Array) -> Array | tuple[Array, ...]:
     """
     _evaluate(*(a._expr for a in arrays))
     return arrays[0] if len(arrays) == 1 else arrays
+
+
+def compute(*arrays: Array) -> tuple[_np.ndarray, ...]:
+    """``arrays`` as NumPy arrays on the driver, like ``dask.compute``: evaluated
+    together (sharing common work) and fetched in the same round trip.
+
+    >>> x_np, norm = spartan.compute(x, spartan.linalg.norm(x))   # doctest: +SKIP
+    """
+    return tuple(_compute(*(a._expr for a in arrays)))
 
 
 def stats() -> dict[str, Any]:

@@ -412,6 +412,20 @@ def test_shared_subexpression_runs_once(backend):
     assert first > 0
 
 
+def test_compute_returns_numpy_arrays_like_dask_compute(backend, tiling):
+    a = data((6, 4))
+    x = sp.array(a, tiling=tiling)
+    got = sp.compute(x + 1, (x * x).sum(axis=0), x.T, x[1:5:2, ::-1])
+    want = (a + 1, (a * a).sum(axis=0), a.T, a[1:5:2, ::-1])
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is np.ndarray and g.flags.writeable
+        np.testing.assert_allclose(g, w)
+    (again,) = sp.compute(x)  # nothing left to evaluate: fetched all the same
+    np.testing.assert_array_equal(again, a)
+    assert sp.compute() == ()
+
+
 def test_evaluated_arrays_let_their_inputs_go(backend):
     """``x = f(x)`` in a loop keeps only the last ``x``'s blocks: an evaluated map does
     not hold its operands (it held every earlier ``x``, and their blocks)."""

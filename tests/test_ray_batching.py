@@ -175,7 +175,7 @@ def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypat
         be, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
     )
     region = Region((4,), np.dtype(float), (Piece(1, last, (), (slice(0, 4),)),))
-    np.testing.assert_array_equal(be.wait(fetch=region), np.arange(4.0) + 2)
+    np.testing.assert_array_equal(be.wait([region])[0], np.arange(4.0) + 2)
     assert len(gets) == 1
     assert [m for _, m in actor_calls][-1] == "fetch"
     be.delete([("rt", "x"), ("rt", 0), ("rt", 1)])
@@ -206,6 +206,46 @@ def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend,
         assert not planning._to_learn
         with pytest.raises(ValueError, match="bad block"):
             sp.map(_fail, x).to_numpy()
+    finally:
+        session.use(previous)
+
+
+def test_an_evaluation_fetches_its_results_and_frees_its_temporaries_in_one_wait(
+    ray_backend, actor_calls, monkeypatch
+):
+    """``compute`` of several results waits once. Before that wait the workers were
+    told to drop the graph's temporaries and to send their counters (behind the
+    tasks): nothing of the evaluation is left for after its results are back."""
+    import spartan as sp
+    from spartan.backend import session
+
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        a = np.arange(24.0).reshape(6, 4)
+        x = sp.asarray(a)
+        sp.evaluate(x)
+        rows = sp.exp(x).sum(axis=1)  # a fold: tiles of its own, read by both results
+        temporary = rows._expr.uid
+        y, z = rows + 1, rows @ rows
+        del rows
+        at_wait = []
+        real_get = ray_backend._get
+
+        def get(refs, **kw):
+            held = {key[0] for key in ray_backend.where if isinstance(key, tuple)}
+            at_wait.append((temporary in held, [m for _, m in actor_calls]))
+            return real_get(refs, **kw)
+
+        monkeypatch.setattr(ray_backend, "_get", get)
+        got_y, got_z = sp.compute(y, z)
+        rows_np = np.exp(a).sum(axis=1)
+        np.testing.assert_allclose(got_y, rows_np + 1)
+        np.testing.assert_allclose(got_z, rows_np @ rows_np)
+        assert len(at_wait) == 1
+        still_held, calls = at_wait[0]
+        assert not still_held
+        assert calls.count("stats") == ray_backend.nworkers
     finally:
         session.use(previous)
 

@@ -128,13 +128,13 @@ class Backend(Protocol):
         read from blocks that already exist are requested before the owner's queued
         tasks instead of waiting behind them. Every waiting call flushes first."""
 
-    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
+    def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         """Barrier: every submitted task has finished; re-raises a task's error.
 
-        Returns the ``fetch`` region assembled on the driver (a new array that nothing
+        Returns the ``fetch`` regions assembled on the driver (new arrays that nothing
         else uses; a big one may be lent shared memory, see
-        :mod:`spartan.backend.shared_output`), pulled in the same wait: a value forced
-        right after its evaluation costs one round trip."""
+        :mod:`spartan.backend.shared_output`), pulled in the same wait: values forced
+        right after their evaluation cost one round trip in all."""
 
     def stats(self) -> Stats:
         """Counters since the last :meth:`reset_stats`."""

@@ -67,14 +67,12 @@ class LocalBackend(Master):
     def _delete(self, worker: int, keys: list[Key]) -> None:
         self.workers[worker].delete(keys)
 
-    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
+    def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         """Tasks already ran when submitted (errors were raised there); GPU kernels
         they queued are waited for here."""
         for w in self.workers:
             w.sync()
-        if fetch is None:
-            return None
-        return self._assembled(fetch, self.fetch_many(self._requests(fetch)))
+        return [self._assembled(r, self.fetch_many(self._requests(r))) for r in fetch]
 
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]

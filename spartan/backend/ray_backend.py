@@ -611,26 +611,34 @@ class RayBackend(Master):
         return ref
 
     # ---- waiting, with progress and recovery ---------------------------------------------
-    def wait(self, fetch: Region | None = None) -> np.ndarray | None:
+    def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         self.release_held()
         for _ in range(3):
             pending, self._inflight = self._inflight, []
-            landing = self._landing_path(fetch) if fetch is not None else None
+            # the zone holds one result: the biggest, if it qualifies; the rest as pieces
+            big = max(range(len(fetch)), key=lambda i: _region_bytes(fetch[i]), default=None)
+            landing = self._landing_path(fetch[big]) if big is not None else None
             try:
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
                 # calls to an actor run in order: these follow its tasks, in one round trip
                 if self.device == "gpu":
                     refs += [a.sync.remote() for a in self.actors]
-                first = len(refs)
-                if fetch is not None:
-                    refs += self._fetch_calls(fetch, landing)
+                calls = [
+                    self._fetch_calls(region, landing if i == big else None)
+                    for i, region in enumerate(fetch)
+                ]
+                at = len(refs)
+                refs += [call for cs in calls for call in cs]
                 values = self._get(refs, progress=True)
                 self._last = {}  # idle (their futures may not have heard yet)
-                if fetch is None:
-                    return None
-                if landing is not None:
-                    return self._landing.read(fetch.shape, np.dtype(fetch.dtype))
-                return self._assembled(fetch, values[first:])
+                out = []
+                for i, (region, cs) in enumerate(zip(fetch, calls)):
+                    if i == big and landing is not None:
+                        out.append(self._landing.read(region.shape, np.dtype(region.dtype)))
+                    else:
+                        out.append(self._assembled(region, values[at : at + len(cs)]))
+                    at += len(cs)
+                return out
             except LOSS_ERRORS:
                 self._recover(pending)
             except BaseException:
@@ -808,6 +816,13 @@ class RayBackend(Master):
         self._landing.close()
         if self._mailbox is not None:
             self._mailbox.close()
+
+
+def _region_bytes(region: Region) -> int:
+    """Bytes of ``region`` assembled (0 for a whole stored object of unknown size)."""
+    if region.shape is None:
+        return 0
+    return shared_output.array_bytes(region.shape, np.dtype(region.dtype))
 
 
 def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:

@@ -109,10 +109,18 @@ class PeriodicCheckpoint:
         self.last = time.monotonic()
         self.count = 0
 
+    def due(self) -> bool:
+        """Whether the next :meth:`after` saves (checkpoints on, and the interval over)."""
+        from spartan.config import config
+
+        return bool(config.checkpoint_dir) and (
+            time.monotonic() - self.last >= config.checkpoint_interval
+        )
+
     def after(self, nodes: list[Expr]) -> None:
         from spartan.config import config
 
-        if not config.checkpoint_dir or time.monotonic() - self.last < config.checkpoint_interval:
+        if not nodes or not self.due():
             return
         os.makedirs(config.checkpoint_dir, exist_ok=True)
         entries = {}
