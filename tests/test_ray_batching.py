@@ -210,6 +210,35 @@ def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend,
         session.use(previous)
 
 
+def test_tasks_reading_blocks_put_from_the_driver_go_as_one_call(
+    ray_backend, actor_calls, monkeypatch
+):
+    """Re-tiling an array sent from the driver: every task reads blocks the other
+    worker holds, straight from the object store. Those blocks exist already, so a
+    worker's tasks go as one call, each block passed once (they went one call each)."""
+    import spartan as sp
+    from spartan.backend import session
+
+    monkeypatch.setattr(sp.config, "tiles_per_worker", 4)
+    previous = session._current
+    session.use(ray_backend)
+    try:
+        a = np.arange(16.0 * 12).reshape(16, 12)
+        x = sp.array(a, tiling="row")
+        sp.evaluate(x)
+        puts = actor_calls.count((0, "put")) + actor_calls.count((1, "put"))
+        assert puts == 8  # (what makes this test's point)
+        del actor_calls[:]
+        y = sp.retile(x, "column")
+        sp.evaluate(y)
+        tasks = [(w, m) for w, m in actor_calls if m in ("run_task", "run_batch")]
+        assert sorted(tasks) == [(0, "run_batch"), (1, "run_batch")]
+        np.testing.assert_array_equal(y.to_numpy(), a)
+        np.testing.assert_array_equal(sp.compute(y.sum(axis=0))[0], a.sum(axis=0))
+    finally:
+        session.use(previous)
+
+
 def test_an_evaluation_fetches_its_results_and_frees_its_temporaries_in_one_wait(
     ray_backend, actor_calls, monkeypatch
 ):
@@ -359,7 +388,7 @@ def test_a_batch_that_raises_still_writes_its_post(ray_backend, tmp_path):
     worker.put(("raise", "x"), np.arange(4.0))
     path = str(tmp_path / "letter")
     steps = [
-        (pickle.dumps(_stop), [("raise", "x")], [("raise", "y")], None, ()),
+        (pickle.dumps(_stop), [("raise", "x")], [("raise", "y")], None, (), ()),
         Post(path, ("raise", "x"), (slice(1, 3),), None),
     ]
     with pytest.raises(_Stop):

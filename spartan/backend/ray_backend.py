@@ -113,14 +113,20 @@ class RayWorker(Worker):
         comes in; where ``whole`` says so, the whole block in this node's object store,
         which this worker cuts the piece from."""
         inputs, outputs, want_result, nodes, tag, whole = pickle.loads(spec)
-        # every letter is read, even after a failed piece: none is left behind
-        remote = tuple(_open(part) if isinstance(part, channel.Letter) else part for part in remote)
-        if any(whole):
-            pieces = remote_pieces(self.index, inputs)
-            remote = tuple(
-                _cut(part, p) if w else part for part, p, w in zip(remote, pieces, whole)
-            )
+        remote = self._received(inputs, remote, whole)
         return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
+
+    def _received(
+        self, inputs: Sequence[Any], remote: Sequence[Any], whole: Sequence[bool]
+    ) -> tuple[Any, ...]:
+        """A task's remote pieces from what came: letters read (every one, even after
+        a failed piece: none is left behind), and pieces cut from the whole blocks
+        (where ``whole`` says so) in this node's object store."""
+        remote = tuple(_open(part) if isinstance(part, channel.Letter) else part for part in remote)
+        if not any(whole):
+            return remote
+        pieces = remote_pieces(self.index, inputs)
+        return tuple(_cut(part, p) if w else part for part, p, w in zip(remote, pieces, whole))
 
     def post(
         self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None, apart: bool = True
@@ -160,10 +166,12 @@ class RayWorker(Worker):
         return self.run(fn, inputs, outputs, *rest)
 
     def run_batch(self, spec: bytes, *args: Any) -> Any:
-        """Tasks that read this worker's blocks and letters, and deletes (key lists), in
-        order; returns the first task's failure (later readers store theirs too).
+        """Tasks that read this worker's blocks, letters and put blocks, and deletes (key
+        lists), in order; returns the first task's failure (later readers store theirs
+        too).
         A task's function is its pickle or the position of an argument in ``args``; its
-        letters are arguments too (given by position). A batch ending with a
+        remote pieces are arguments too (given by position): letters, and blocks put
+        from the driver (resolved by Ray, once for the batch). A batch ending with a
         :class:`Post` that may send its piece apart returns the failure and what that
         post returns."""
         failed, apart, done = None, None, 0
@@ -176,9 +184,9 @@ class RayWorker(Worker):
                     posted = self.post(step.path, step.key, step.src, step.perm, step.apart)
                     apart = posted if step.apart else apart
                 else:
-                    fn, inputs, outputs, tag, letters = step
+                    fn, inputs, outputs, tag, at, whole = step
                     fn = fn if isinstance(fn, bytes) else args[fn]
-                    remote = tuple(_open(args[i]) for i in letters)
+                    remote = self._received(inputs, [args[i] for i in at], whole)
                     result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
                     if failed is None and isinstance(result, TaskFailed):
                         failed = result
@@ -297,11 +305,12 @@ class RayBackend(Master):
         self._queued: list[Record] = []
         #: the ref of each sent task by sequence number, for :meth:`results`
         self._refs: dict[int, ray.ObjectRef] = {}
-        #: per worker: tasks reading only its blocks and letters (Records) and deletes
-        #: (key lists) not sent yet
+        #: per worker: tasks reading only its blocks, letters and blocks put from the
+        #: driver (Records), and deletes (key lists), not sent yet
         self._held: dict[int, list[Record | list[Key]]] = {}
-        #: the letters of held tasks, by sequence number
-        self._letters: dict[int, list[channel.Letter]] = {}
+        #: the remote pieces of held tasks, by sequence number: each a letter, or the
+        #: ref of a put block (whole), as :meth:`_get_piece` gave them
+        self._held_pieces: dict[int, list[tuple[Any, bool]]] = {}
         #: workers whose held calls are being sent (see :meth:`_release`)
         self._sending: set[int] = set()
         #: the owner of each held post, by letter path (see :meth:`_get_piece`)
@@ -416,11 +425,14 @@ class RayBackend(Master):
             if remote[rec.seq]:
                 self._request_made(rec, later.get(rec.worker, []), remote, early)
                 got = self._pieces(rec, remote[rec.seq], early[rec.seq])
-                if not all(isinstance(r, channel.Letter) for r, _ in got):
+                # a piece some other call makes would hold back the whole batch; a put
+                # block is there already (re-tiling an array from the driver sent 8
+                # tasks apart, each waiting ~1.5 ms for its 4 blocks to be resolved)
+                if not all(whole or isinstance(r, channel.Letter) for r, whole in got):
                     self._release(rec.worker)
                     self._send(rec, remote[rec.seq], got)
                     continue
-                self._letters[rec.seq] = [r for r, _ in got]
+                self._held_pieces[rec.seq] = got
             self._held.setdefault(rec.worker, []).append(rec)
         # 3. idle workers get their held tasks now; busy ones collect more
         for w, held in list(self._held.items()):
@@ -476,8 +488,7 @@ class RayBackend(Master):
         if len(held) == 1:
             item = held[0]
             if isinstance(item, Record):
-                letters = self._letters.pop(item.seq, ())
-                self._send(item, early=[(letter, False) for letter in letters] or None)
+                self._send(item, early=self._held_pieces.pop(item.seq, None))
             elif isinstance(item, Post):
                 ref = self.actors[worker].post.remote(
                     item.path, item.key, item.src, item.perm, item.apart
@@ -486,22 +497,28 @@ class RayBackend(Master):
             else:
                 self._send_delete(worker, item)
             return None
-        # functions too big to inline (refs, each once) and letters, by position
+        # functions too big to inline and put blocks (refs, each once), and letters,
+        # by position
         args: list[Any] = []
-        fn_at: dict[ray.ObjectRef, int] = {}
+        ref_at: dict[ray.ObjectRef, int] = {}
+
+        def position(arg: Any) -> int:
+            if not isinstance(arg, ray.ObjectRef):
+                args.append(arg)
+                return len(args) - 1
+            if arg not in ref_at:
+                ref_at[arg] = len(args)
+                args.append(arg)
+            return ref_at[arg]
+
         steps: list[Any] = []
         for item in held:
             if isinstance(item, Record):
-                fn = item.fn
-                if not isinstance(fn, bytes):
-                    if fn not in fn_at:
-                        fn_at[fn] = len(args)
-                        args.append(fn)
-                    fn = fn_at[fn]
-                letters = self._letters.pop(item.seq, ())
-                at = tuple(range(len(args), len(args) + len(letters)))
-                args.extend(letters)
-                steps.append((fn, item.inputs, item.outputs, item.tag, at))
+                fn = item.fn if isinstance(item.fn, bytes) else position(item.fn)
+                pieces = self._held_pieces.pop(item.seq, ())
+                at = tuple(position(arg) for arg, _ in pieces)
+                whole = tuple(w for _, w in pieces)
+                steps.append((fn, item.inputs, item.outputs, item.tag, at, whole))
             else:
                 steps.append(item)
         self._release_posts(args)
@@ -809,7 +826,7 @@ class RayBackend(Master):
     def shutdown(self) -> None:
         for a in self.actors:
             ray.kill(a)
-        self._queued, self._held, self._last, self._letters = [], {}, {}, {}
+        self._queued, self._held, self._last, self._held_pieces = [], {}, {}, {}
         self._held_posts = {}
         self.actors = []
         self.nworkers = 0
