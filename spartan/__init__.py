@@ -38,13 +38,15 @@ def evaluate(*arrays: Array) -> Array | tuple[Array, ...]:
     return arrays[0] if len(arrays) == 1 else arrays
 
 
-def compute(*arrays: Array) -> tuple[_np.ndarray, ...]:
+def compute(*arrays: Any) -> tuple[Any, ...]:
     """``arrays`` as NumPy arrays on the driver, like ``dask.compute``: evaluated
-    together (sharing common work) and fetched in the same round trip.
+    together (sharing common work) and fetched in the same round trip. Arguments that
+    are not spartan arrays come back as they are.
 
     >>> x_np, norm = spartan.compute(x, spartan.linalg.norm(x))   # doctest: +SKIP
     """
-    return tuple(_compute(*(a._expr for a in arrays)))
+    values = iter(_compute(*(a._expr for a in arrays if isinstance(a, Array))))
+    return tuple(next(values) if isinstance(a, Array) else a for a in arrays)
 
 
 def stats() -> dict[str, Any]:

@@ -424,6 +424,10 @@ def test_compute_returns_numpy_arrays_like_dask_compute(backend, tiling):
     (again,) = sp.compute(x)  # nothing left to evaluate: fetched all the same
     np.testing.assert_array_equal(again, a)
     assert sp.compute() == ()
+    plain = np.ones(3)
+    got_x, same, two = sp.compute(x, plain, 2)  # like dask.compute: others pass through
+    np.testing.assert_array_equal(got_x, a)
+    assert same is plain and two == 2
 
 
 def test_evaluated_arrays_let_their_inputs_go(backend):

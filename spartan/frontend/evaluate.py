@@ -152,6 +152,8 @@ def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
 def compute(*exprs: Expr) -> list[np.ndarray]:
     """Each of ``exprs`` whole on the driver: evaluated together, then fetched (only
     the needed pieces) in the evaluation's own wait, all in one round trip."""
+    if not exprs:
+        return []
     out = _evaluate_then_fetch(exprs, exprs)
     if out is None:  # nothing to evaluate
         regions = [_region(e, full_box(e.shape)) for e in exprs]  # (see gather)
