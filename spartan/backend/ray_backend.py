@@ -667,11 +667,10 @@ class RayBackend(Master):
     def _landing_path(self, region: Region) -> str | None:
         """The landing zone's path when ``region`` comes through it: big enough, plain
         data, and every piece on the driver's host (:mod:`spartan.backend.shared_output`)."""
-        if region.shape is None or np.dtype(region.dtype).hasobject:
-            return None
-        nbytes = shared_output.array_bytes(region.shape, region.dtype)
+        nbytes = _region_bytes(region)
         if (
             nbytes < shared_output.MIN_BYTES
+            or np.dtype(region.dtype).hasobject
             or self.device != "cpu"
             or any(
                 self.nodes[self.owner(p.key, p.worker)] != self.driver_node for p in region.pieces
