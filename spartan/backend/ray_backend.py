@@ -630,10 +630,10 @@ class RayBackend(Master):
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         self.release_held()
+        # the zone holds one result: the biggest, if it qualifies; the rest come as pieces
+        big = max(range(len(fetch)), key=lambda i: _region_bytes(fetch[i]), default=None)
         for _ in range(3):
             pending, self._inflight = self._inflight, []
-            # the zone holds one result: the biggest, if it qualifies; the rest as pieces
-            big = max(range(len(fetch)), key=lambda i: _region_bytes(fetch[i]), default=None)
             landing = self._landing_path(fetch[big]) if big is not None else None
             try:
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
