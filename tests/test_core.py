@@ -353,6 +353,30 @@ def test_row_product_finishes_output_tiles_in_its_join_tasks(backend):
     np.testing.assert_allclose(z.to_numpy(), x_np @ w_np)
 
 
+def test_a_step_size_is_computed_inside_the_maps_that_read_it(backend, tiling, monkeypatch):
+    """A solver's step size (a 0-d map of replicated dot products) read by several maps
+    is computed again inside each of their tasks instead of by tasks of its own; one
+    that something other than maps reads is stored. The values are NumPy's."""
+    monkeypatch.setattr(sp.config, "replicate_below_bytes", 64)  # scalars, not vectors
+    p_np, q_np = data((12,), 1), data((12,), 2)
+    p, q = sp.array(p_np, tiling=tiling), sp.array(q_np, tiling=tiling)
+    sp.evaluate(p, q)
+    alpha = (p @ p) / (p @ q)
+    x, r = sp.compute(p + alpha * q, q - alpha * p)
+    a = (p_np @ p_np) / (p_np @ q_np)
+    np.testing.assert_allclose(x, p_np + a * q_np)
+    np.testing.assert_allclose(r, q_np - a * p_np)
+    assert alpha._expr.data is None  # (fused: no tiles of its own)
+    assert alpha.item() == pytest.approx(a)  # read later: computed then
+
+    beta = (q @ q) / (p @ q)
+    b = (q_np @ q_np) / (p_np @ q_np)
+    viewed, y = sp.compute(beta[None], beta * p)  # a view reads it too
+    assert beta._expr.data is not None
+    np.testing.assert_allclose(viewed, [b])
+    np.testing.assert_allclose(y, b * p_np)
+
+
 def test_update_axis_is_checked(local):
     x = sp.ones((6, 2))
 

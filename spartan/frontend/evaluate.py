@@ -46,34 +46,59 @@ def pending_order(roots: Sequence[Expr]) -> list[Expr]:
 def fusable(
     order: Sequence[Expr], roots: Sequence[Expr], tilings: dict[int, Tiling] | None = None
 ) -> set[int]:
-    """Maps computed inside their only consumer (a same-shape map, or a fold), when
-    the plan tiles them alike (otherwise reading through them would cost more)."""
+    """Maps computed inside their consumers instead of into tiles of their own: one whose
+    only consumer is a same-shape map, or a fold, when the plan tiles them alike
+    (otherwise reading through it would cost more); and a replicated 0-d map that only
+    maps consume, computed again inside each (a solver's step size: one division per
+    consumer tile instead of a task per worker and iteration), when everything it reads
+    is replicated too (no tile would read another worker's piece for it)."""
     consumers: dict[int, list[Expr]] = {}
     for node in order:
         for c in node.children:
             consumers.setdefault(c.uid, []).append(node)
     root_ids = {r.uid for r in roots}
-    fused = set()
+    fused: set[int] = set()
     for node in order:
         users = consumers.get(node.uid, [])
         if (
-            isinstance(node, Map)
-            and node.uid not in root_ids
-            and node.tiling_hint is None
-            and len(users) == 1
-            and users[0].children.count(node) == 1
-            and (
-                (isinstance(users[0], Map) and users[0].shape == node.shape)
-                or isinstance(users[0], Fold)
-            )
-            and (
+            not isinstance(node, Map)
+            or node.uid in root_ids
+            or node.tiling_hint is not None
+            or not users
+            or any(u.children.count(node) != 1 for u in users)
+        ):
+            continue
+        if len(users) == 1 and (
+            (isinstance(users[0], Map) and users[0].shape == node.shape)
+            or isinstance(users[0], Fold)
+        ):
+            if (
                 tilings is None
                 or isinstance(users[0], Fold)
                 or tilings[node.uid] == tilings[users[0].uid]
-            )
+            ):
+                fused.add(node.uid)
+        elif (
+            tilings is not None
+            and node.shape == ()
+            and all(isinstance(u, Map) for u in users)
+            and _replicated_reads(node, tilings, fused)
         ):
             fused.add(node.uid)
     return fused
+
+
+def _replicated_reads(node: Expr, tilings: dict[int, Tiling], fused: set[int]) -> bool:
+    """Whether ``node`` is replicated and so is every array its tasks would read."""
+
+    def replicated(e: Expr) -> bool:
+        tiling = e.data.tiling if e.data is not None and not e.is_view else tilings.get(e.uid)
+        return tiling is not None and tiling.replicated
+
+    return replicated(node) and all(
+        _replicated_reads(c, tilings, fused) if c.uid in fused else replicated(c)
+        for c in node.children
+    )
 
 
 def evaluate(*exprs: Expr) -> None:
