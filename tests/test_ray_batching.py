@@ -478,7 +478,7 @@ def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypa
     assert isinstance(got, TaskFailed) and isinstance(got.error, OSError)
 
 
-def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backend):
+def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backend, monkeypatch):
     """Ray serializes each argument of a call apart (a letter ~90 us, ~10 us inside one
     pickle): object refs, and letters holding one, are the call's arguments; the rest
     travel inside its pickled spec and come back in their order."""
@@ -493,3 +493,23 @@ def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backe
     assert passed == [ref, holding]
     assert inline[:2] == [b"fn", plain]
     assert _joined(inline, passed) == [b"fn", plain, ref, holding]
+
+    # a task reading a piece another worker computed: its letter rides in the spec
+    sent = []
+    real = ray.actor.ActorMethod._remote
+
+    def spy(self, args=None, kwargs=None, **options):
+        sent.append((self._method_name, list(args or ())))
+        return real(self, args, kwargs, **options)
+
+    be = ray_backend
+    be.put(("spec", "x"), np.arange(4.0), 0)
+    be.submit(0, _add_one, [("spec", "x")], [("spec", "made")])
+    be.wait()
+    monkeypatch.setattr(ray.actor.ActorMethod, "_remote", spy)
+    be.submit(1, _add_one, [_region_of(0, ("spec", "made"), 4)], [("spec", "read")])
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("spec", "read")), np.arange(4.0) + 2)
+    calls = [(m, args) for m, args in sent if m in ("run_task", "run_batch")]
+    assert calls and not any(isinstance(a, channel.Letter) for _, args in calls for a in args)
+    be.delete([("spec", k) for k in ("x", "made", "read")])
