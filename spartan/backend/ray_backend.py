@@ -109,10 +109,11 @@ class RayWorker(Worker):
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
 
     def run_task(self, spec: bytes, *passed: Any) -> Any:
-        """One task: its function (pickled, or put), then its remote pieces' data, or
-        the :class:`~channel.Letter` each comes in, or where ``whole`` says so the whole
-        block in this node's object store, which this worker cuts the piece from; those
-        Ray passes are ``passed`` (:func:`_split`)."""
+        """One task. Its arguments, in order: its function (pickled, or put), then each
+        remote piece: the data, the :class:`~channel.Letter` it comes in, or (where
+        ``whole`` says so) the whole block in this node's object store, which this worker
+        cuts the piece from. The spec holds those Ray does not pass (``passed``,
+        :func:`_split`)."""
         inline, inputs, outputs, want_result, nodes, tag, whole = pickle.loads(spec)
         fn, *remote = _joined(inline, passed)
         remote = self._received(inputs, remote, whole)
@@ -203,7 +204,7 @@ class RayWorker(Worker):
         return (failed, apart) if any(_sends_apart(step) for step in steps) else failed
 
     def delete(self, keys: Sequence[Key] | bytes) -> None:
-        """:meth:`Worker.delete`; the driver sends the keys pickled (:func:`_split`)."""
+        """:meth:`Worker.delete`; the driver sends the keys pickled."""
         super().delete(pickle.loads(keys) if isinstance(keys, bytes) else keys)
 
     def write_shared(self, path: str, region: Region | bytes) -> TaskFailed | None:
@@ -220,8 +221,8 @@ def _split(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """A call's arguments as (those that go inside its pickled spec, None where Ray
     passes one; those Ray passes): object refs, which Ray resolves, and letters holding
     one (a ref must travel through Ray's own serializer). Ray serializes each argument
-    of a call apart: a letter took ~90 us so, ~10 us inside the spec (a list of 150
-    keys: ~370 us more than its pickle)."""
+    of a call apart: a letter took ~90 us so, ~10 us inside the spec. (No argument is
+    None.)"""
     by_ray = [
         isinstance(a, ray.ObjectRef) or (isinstance(a, channel.Letter) and a.apart is not None)
         for a in args
@@ -843,6 +844,7 @@ class RayBackend(Master):
                 self._send_delete(worker, keys)
 
     def _send_delete(self, worker: int, keys: list[Key]) -> None:
+        # pickled: Ray's serializer took ~370 us more for a list of 150 keys
         self._sent(worker, self.actors[worker].delete.remote(pickle.dumps(keys, protocol=5)))
 
     def worker_memory(self) -> list[int]:
