@@ -718,9 +718,9 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
     for rep in range(repeats):
         for s in list(active):
             _alone(s, active)
-            # a full collection took 100-200 ms in this process (Ray's, Dask's and the
-            # harness's objects): started by one system's garbage, it landed on whichever
-            # system ran next; each run now starts from a collected heap
+            # a full collection took 100-200 ms in this process (it scans Ray's, Dask's
+            # and the harness's objects, whichever system's allocations set it off) and
+            # could land in any system's run; each run now starts from a collected heap
             gc.collect()
             quiesce()
             t0 = time.perf_counter()

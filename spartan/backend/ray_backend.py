@@ -207,11 +207,9 @@ class RayWorker(Worker):
         """:meth:`Worker.delete`; the driver sends the keys pickled."""
         super().delete(pickle.loads(keys) if isinstance(keys, bytes) else keys)
 
-    def write_shared(self, path: str, region: Region | bytes) -> TaskFailed | None:
-        """:meth:`Worker.write_shared`; the driver sends the region pickled."""
-        return super().write_shared(
-            path, pickle.loads(region) if isinstance(region, bytes) else region
-        )
+    def write_shared(self, path: str, region: bytes) -> TaskFailed | None:  # type: ignore[override]
+        """:meth:`Worker.write_shared` of the region the driver sends pickled."""
+        return super().write_shared(path, pickle.loads(region))
 
     def pid(self) -> int:
         return os.getpid()
