@@ -75,6 +75,22 @@ def test_delete_held_behind_its_readers(ray_backend):
     be.delete([("del", "x"), ("del", "y")])
 
 
+def test_a_delete_does_not_hold_the_tasks_after_it(ray_backend):
+    """A delete call takes microseconds: the task lowered right after it is sent at once,
+    not held as if behind a busy worker (the driver hears of the delete only later)."""
+    be = ray_backend
+    be.put(("after_del", "x"), np.ones(3), 0)
+    be.put(("after_del", "old"), np.ones(3), 0)
+    be.wait()  # idle
+    be.delete([("after_del", "old")])  # one call of its own, sent now
+    be.submit(0, _add_one, [("after_del", "x")], [("after_del", "y")])
+    be.flush()
+    assert not be._held.get(0)
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("after_del", "y")), np.full(3, 2.0))
+    be.delete([("after_del", "x"), ("after_del", "y")])
+
+
 def test_failure_inside_a_held_batch_is_the_users_error(ray_backend):
     be = ray_backend
     _busy(be, "fail", np.zeros(2))
