@@ -48,6 +48,35 @@ def test_the_reader_waits_for_a_letter_posted_later(mailbox):
     np.testing.assert_array_equal(letter.receive(), np.ones(3))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="doorbells are Linux's")
+def test_a_ring_wakes_the_doorbell_and_every_earlier_ring_is_answered_by_one_look():
+    bell = channel.doorbell()
+    assert bell is channel.doorbell()  # one per process
+    assert bell.wait(0) is False
+    for _ in range(3):
+        channel.ring(os.getpid())
+    assert bell.wait(30) is True  # (a lost ring would sleep the whole 30 s, then fail)
+    assert bell.wait(0) is False
+    channel.ring(_dead_pid())  # no such doorbell: nothing happens
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="doorbells are Linux's")
+def test_a_worker_rings_its_readers_doorbell_after_posting(mailbox):
+    pytest.importorskip("ray")
+    from spartan.backend.ray_backend import Post, RayWorker
+    from spartan.backend.worker import Worker
+
+    worker = object.__new__(RayWorker)  # in this process: no actor, no heap policy
+    Worker.__init__(worker, 0)
+    worker.put("x", np.arange(4.0))
+    bell = channel.doorbell()
+    bell.wait(0)
+    post = Post(mailbox.name(), "x", (slice(1, 3),), None, False, os.getpid())
+    worker.post(*post.fields())
+    assert bell.wait(30) is True
+    np.testing.assert_array_equal(channel.Letter(post.path, os.getpid()).receive(), [1.0, 2.0])
+
+
 def test_a_letter_whose_writer_died_unsent_raises_peer_lost(mailbox, monkeypatch):
     monkeypatch.setattr(channel, "CHECK_WRITER_S", 0.01)
     letter = channel.Letter(mailbox.name(), _dead_pid())

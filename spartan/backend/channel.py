@@ -7,7 +7,8 @@ them) that hop took 5-11 ms, once per iteration of CG, whose iteration NumPy run
 19 ms. Here the driver sends both calls at once, naming a *letter*: the owner writes
 the piece to a shared-memory file of that name (:func:`post`), and the reader's task,
 already queued behind the reader's earlier work, waits for the file
-(:meth:`Letter.receive`). Pieces the driver knows to be over :data:`MAX_BYTES` do not
+(:meth:`Letter.receive`), looking again as soon as the owner rings its
+:class:`Doorbell`. Pieces the driver knows to be over :data:`MAX_BYTES` do not
 take letters. One that turns out bigger (a whole block, whose size the driver does not
 know), or that there is no room for, goes apart (the transport's other way: Ray's
 object store, where the reader maps it without a copy) and its letter is left empty,
@@ -35,6 +36,9 @@ import glob
 import itertools
 import os
 import pickle
+import select
+import socket
+import sys
 import tempfile
 import time
 import uuid
@@ -88,11 +92,76 @@ class Letter:
                 # (a writer that posted and then died leaves the letter here)
                 if not shared_output.process_alive(self.writer) and not os.path.exists(self.path):
                     raise PeerLost(f"worker process {self.writer} died before sending")
-            time.sleep(sleep)
+            doorbell().wait(sleep)
             sleep = min(2 * sleep, MAX_POLL_S)
         if not data:  # an empty letter: the piece was spilled, or went apart
             data = _take(spill_path(self.path)) or b""
         return pickle.loads(data) if data else SentApart
+
+
+class Doorbell:
+    """This process's doorbell: a writer rings it (:func:`ring`) once it has posted a
+    letter, so that a reader waiting for one looks again at once, not at the end of its
+    sleep (up to :data:`MAX_POLL_S`; in CG a letter was taken a median 0.68 ms after it
+    was written, once per iteration). A datagram socket in Linux's abstract namespace,
+    named after the process id (no file to remove); elsewhere, or where it cannot be
+    bound, :meth:`wait` just sleeps. A ring may be spurious (an earlier letter's, or one
+    for another process of that id in another pid namespace): it only means a look.
+
+    >>> bell = doorbell()
+    >>> ring(os.getpid())
+    >>> bell.wait(5.0)
+    True
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._sock: socket.socket | None = None
+        if sys.platform.startswith("linux"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                sock.bind(_bell_address(self.pid))
+            except OSError:  # e.g. another process of this id, in another pid namespace
+                sock.close()
+                return
+            sock.setblocking(False)
+            self._sock = sock
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds, less if rung; whether it was rung."""
+        if self._sock is None:
+            time.sleep(timeout)
+            return False
+        rung = bool(select.select([self._sock], [], [], timeout)[0])
+        with contextlib.suppress(BlockingIOError):
+            while True:  # every ring so far is answered by this one look
+                self._sock.recv(16)
+        return rung
+
+
+_bell: Doorbell | None = None
+
+
+def doorbell() -> Doorbell:
+    """This process's :class:`Doorbell` (a forked child gets its own)."""
+    global _bell
+    if _bell is None or _bell.pid != os.getpid():
+        _bell = Doorbell()
+    return _bell
+
+
+def ring(pid: int) -> None:
+    """Ring the doorbell of process ``pid`` (nothing if it has none, or its queue of
+    rings is full: it looks again soon anyway)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendto(b"\0", socket.MSG_DONTWAIT, _bell_address(pid))
+
+
+def _bell_address(pid: int) -> str:
+    return f"\0spartan-bell-{pid}"
 
 
 def post(path: str, value: Any, spill: bool = False) -> bool:

@@ -88,13 +88,19 @@ class Post:
     """A batch step: write ``block[src]`` as the letter at ``path``
     (:meth:`RayWorker.post`), after the owner's tasks before it. With ``apart`` (at most
     one, the batch's last step) a piece the letter cannot carry is the call's second
-    return, whose ref its reader holds; without, it is spilled."""
+    return, whose ref its reader holds; without, it is spilled. ``reader``: the process
+    id of the worker that reads it, whose doorbell the owner rings."""
 
     path: str
     key: Key
     src: tuple
     perm: tuple[int, ...] | None
     apart: bool = True
+    reader: int | None = None
+
+    def fields(self) -> tuple:
+        """:meth:`RayWorker.post`'s arguments (``dataclasses.astuple`` deep-copies)."""
+        return self.path, self.key, self.src, self.perm, self.apart, self.reader
 
 
 class RayWorker(Worker):
@@ -107,6 +113,7 @@ class RayWorker(Worker):
         ``peers`` workers on this node); see :mod:`spartan.backend.heap`."""
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
+        channel.doorbell()  # there before any letter for this worker is posted
 
     def run_task(self, spec: bytes, *passed: Any) -> Any:
         """One task. Its arguments, in order: its function (pickled, or put), then each
@@ -132,14 +139,30 @@ class RayWorker(Worker):
         return tuple(_cut(part, p) if w else part for part, p, w in zip(remote, pieces, whole))
 
     def post(
-        self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None, apart: bool = True
+        self,
+        path: str,
+        key: Key,
+        src: tuple,
+        perm: tuple[int, ...] | None,
+        apart: bool = True,
+        reader: int | None = None,
     ) -> Any:
         """Write ``block[src]`` as the letter at ``path`` for a reader on this host
-        (:mod:`spartan.backend.channel`). With ``apart``, a piece over
-        ``channel.MAX_BYTES``, or one the letter had no room for, is returned instead
-        (into the object store, where the reader maps it) and the letter left empty;
-        without, it is spilled. An error getting or passing the piece goes to the
-        reader, whose task re-raises it. Never raises: a reader waits for this."""
+        (:mod:`spartan.backend.channel`), then ring the doorbell of process ``reader``.
+        With ``apart``, a piece over ``channel.MAX_BYTES``, or one the letter had no
+        room for, is returned instead (into the object store, where the reader maps it)
+        and the letter left empty; without, it is spilled. An error getting or passing
+        the piece goes to the reader, whose task re-raises it. Never raises: a reader
+        waits for this."""
+        try:
+            return self._post(path, key, src, perm, apart)
+        finally:
+            if reader is not None:
+                channel.ring(reader)
+
+    def _post(
+        self, path: str, key: Key, src: tuple, perm: tuple[int, ...] | None, apart: bool
+    ) -> Any:
         try:
             part = self.get_piece(key, src, perm)
         except Exception as error:  # noqa: BLE001
@@ -185,7 +208,7 @@ class RayWorker(Worker):
                 if isinstance(step, list):
                     self.delete(step)
                 elif isinstance(step, Post):
-                    posted = self.post(step.path, step.key, step.src, step.perm, step.apart)
+                    posted = self.post(*step.fields())
                     apart = posted if step.apart else apart
                 else:
                     fn, inputs, outputs, tag, at, whole = step
@@ -200,7 +223,7 @@ class RayWorker(Worker):
             # after it unwritten: their readers, on other workers, wait for the letters
             for step in steps[done:]:
                 if isinstance(step, Post):
-                    self.post(step.path, step.key, step.src, step.perm, step.apart)
+                    self.post(*step.fields())
         return (failed, apart) if any(_sends_apart(step) for step in steps) else failed
 
     def delete(self, keys: Sequence[Key] | bytes) -> None:
@@ -522,9 +545,7 @@ class RayBackend(Master):
             if isinstance(item, Record):
                 self._send(item, early=self._held_pieces.pop(item.seq, None))
             elif isinstance(item, Post):
-                ref = self.actors[worker].post.remote(
-                    item.path, item.key, item.src, item.perm, item.apart
-                )
+                ref = self.actors[worker].post.remote(*item.fields())
                 return ref if item.apart else None
             else:
                 self._send_delete(worker, item)
@@ -593,7 +614,7 @@ class RayBackend(Master):
             # (:meth:`_release_posts`). Else the post ends a call sent now, and a piece
             # sent apart is that call's second return, there once the post is done.
             path = self._mailbox.name()
-            post = Post(path, p.key, p.src, p.perm, apart=size == 0)
+            post = Post(path, p.key, p.src, p.perm, size == 0, self.pids[reader.worker])
             self._held.setdefault(p.worker, []).append(post)
             if not post.apart and self._busy(p.worker):
                 self._held_posts[path] = p.worker
