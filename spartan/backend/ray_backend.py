@@ -495,7 +495,8 @@ class RayBackend(Master):
                 self._release(w)  # (a no-op if a nested flush sent them already)
 
     def _busy(self, worker: int) -> bool:
-        """Whether ``worker`` may still be running the last call sent to it."""
+        """Whether ``worker`` may still be running the last call of tasks sent to it
+        (deletes do not count: :meth:`_send_delete`)."""
         last = self._last.get(worker)
         return last is not None and not last.done()
 
