@@ -248,6 +248,63 @@ def test_a_tile_set_by_one_whole_update_is_that_update_unless_it_is_an_input():
     np.testing.assert_array_equal(ints, fresh.astype(np.int32))
 
 
+class _RowsDoubled:
+    """A join that says where its one update lands and can write it in place."""
+
+    def __init__(self):
+        self.made, self.written = 0, 0
+
+    def __call__(self, ext, xt):
+        self.made += 1
+        return [(self.place(ext), 2 * xt)]
+
+    def place(self, ext):
+        return ext[0].rows
+
+    def into(self, out, xt):
+        self.written += 1
+        np.multiply(xt, 2, out=out)
+
+
+def test_updates_a_join_can_write_in_place_go_straight_into_the_tile_its_task_finishes():
+    from spartan.frontend.join_update import Extent, _Accumulate, _JoinTask
+    from spartan.tiling import Tiling
+
+    a = data((6, 3), 18)
+    groups = [(Extent(((0, 2), (0, 3))),), (Extent(((2, 6), (0, 3))),)]
+    join = _RowsDoubled()
+    finish = {(0, 0): _Accumulate(None, ((0, 6), (0, 3)), np.dtype(float), 0, False)}
+    task = _JoinTask(join, groups, 1, None, (6, 3), Tiling((1, 1)), [(0, 0)], finish=finish)
+    np.testing.assert_array_equal(task(a[:2], a[2:]), 2 * a)
+    assert (join.written, join.made) == (2, 0)
+    # a tile finished elsewhere gets the updates made, cut by the output's tiles
+    join = _RowsDoubled()
+    task = _JoinTask(join, groups, 1, None, (6, 3), Tiling((2, 1)), [(0, 0), (1, 0)])
+    first, second = task(a[:2], a[2:])
+    assert (join.written, join.made) == (0, 2)
+    got = np.vstack([u for _, u in first + second])
+    np.testing.assert_array_equal(got, 2 * a)
+
+
+def test_join_update_written_in_place_equals_numpy(backend, tiling):
+    a = data((9, 4), 19)
+    got = sp.join_update(_RowsDoubled(), None, [sp.array(a, tiling=tiling)], [0], (9, 4))
+    np.testing.assert_array_equal(got.to_numpy(), 2 * a)
+
+
+def test_a_tile_is_left_unfilled_only_where_updates_cut_it_end_to_end():
+    from spartan.frontend.join_update import _cut_along_one_axis as cut
+
+    rows = [(slice(2, 4), slice(0, 3)), (slice(0, 2), slice(None))]
+    assert cut(rows, (4, 3))
+    assert cut([(slice(0, 4), slice(1, 3)), (slice(0, 4), slice(0, 1))], (4, 3))
+    assert not cut(rows[:1], (4, 3))  # rows 0-1 unset
+    assert not cut(rows + [(slice(1, 2), slice(0, 3))], (4, 3))  # overlap
+    assert not cut([(slice(0, 2), slice(0, 2)), (slice(2, 4), slice(2, 3))], (4, 3))
+    assert not cut([(slice(0, 4, 2), slice(0, 3)), (slice(1, 4, 2), slice(0, 3))], (4, 3))
+    assert not cut([(slice(0, 4),)], (4, 3))  # a place for fewer axes
+
+
 def test_join_update_whose_updates_are_its_blocks(backend, tiling):
     a = data((9, 4), 17)
     x = sp.array(a, tiling=tiling)

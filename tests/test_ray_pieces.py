@@ -140,3 +140,44 @@ def test_pieces_for_a_reader_on_the_same_node_come_in_letters_unless_known_big(
     np.testing.assert_array_equal(be.fetch(("pc5", "small")), np.arange(10.0))
     np.testing.assert_array_equal(be.fetch(("pc5", "whole")), np.arange(float(n)))
     be.delete([("pc5", k) for k in ("x", "made", "big", "small", "whole")])
+
+
+def _writeable(worker, key):
+    return worker.store[key].flags.writeable
+
+
+def test_a_big_block_from_the_driver_is_copied_out_of_the_object_store(ray_backend):
+    """The worker keeps its own copy (huge pages, streamed faster) of a big block sent
+    from the driver; the object store's copy stays the driver's, for recovery."""
+    import ray
+
+    from spartan.backend.ray_backend import OWN_MIN_BYTES
+
+    be = ray_backend
+    big = np.arange(OWN_MIN_BYTES // 8, dtype=float)
+    be.put(("own", "big"), big, 0)
+    be.put(("own", "small"), np.arange(16.0), 0)
+    be.wait()
+    actor = be.actors[0]
+    assert ray.get(actor.__ray_call__.remote(_writeable, ("own", "big")))
+    assert not ray.get(actor.__ray_call__.remote(_writeable, ("own", "small")))
+    np.testing.assert_array_equal(be.fetch(("own", "big")), big)
+    # the driver still holds the object-store copy it would rebuild the block from
+    assert be.lineage.made_by[(("own", "big"), 0)].value is not None
+    be.delete([("own", "big"), ("own", "small")])
+
+
+def test_only_big_read_only_arrays_are_copied_and_only_with_memory_to_spare(monkeypatch):
+    from spartan.backend import ray_backend
+
+    block = np.zeros(ray_backend.OWN_MIN_BYTES // 8)
+    block.flags.writeable = False  # as Ray hands out an array in the object store
+    owned = ray_backend._owned(block)
+    assert owned.flags.writeable and not np.shares_memory(owned, block)
+    np.testing.assert_array_equal(owned, block)
+    smaller, writeable = block[:-1], np.zeros_like(block)
+    assert ray_backend._owned(smaller) is smaller
+    assert ray_backend._owned(writeable) is writeable
+    short = SimpleNamespace(total=8 * block.nbytes, available=2 * block.nbytes)
+    monkeypatch.setattr(ray_backend.psutil, "virtual_memory", lambda: short)
+    assert ray_backend._owned(block) is block

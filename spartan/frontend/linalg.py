@@ -15,12 +15,27 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module
 from spartan.frontend.array import Array
 from spartan.frontend.join_update import JoinUpdate
 
 
-def _rows_times_whole(extents, xt: np.ndarray, y: np.ndarray):
-    return [(extents[0].rows, xt @ y)]
+class _RowsTimesWhole:
+    """The join of implementation (a): a row group of x times the whole y, at those
+    rows of the output; it can say where before computing it, and compute it in place
+    (:mod:`spartan.frontend.join_update`)."""
+
+    def __call__(self, extents, xt: np.ndarray, y: np.ndarray):  # noqa: ANN001, ANN204
+        return [(self.place(extents), xt @ y)]
+
+    def place(self, extents) -> tuple[slice, ...]:  # noqa: ANN001
+        return extents[0].rows
+
+    def into(self, out: Any, xt: Any, y: Any) -> None:
+        array_module(xt, y).matmul(xt, y, out=out)
+
+
+_rows_times_whole = _RowsTimesWhole()
 
 
 def _partial_product(extents, xt: np.ndarray, yt: np.ndarray):

@@ -112,7 +112,10 @@ def join_update(
     ``update_axis=k`` promises that a group's updates stay within the output range,
     along axis ``k``, that the group spans of the first joined input: each group then
     feeds only the output tiles it overlaps, and a worker finishes the tiles only it
-    feeds in its own join task.
+    feeds in its own join task. With ``f_accum=None``, an ``f_join`` making one update
+    per group may also have ``place(extents)`` (that update's location) and
+    ``into(out, *blocks)`` (the update written into ``out``): an update landing whole in
+    a tile its task finishes is then written there in place, not made and copied.
 
     >>> def rows_times(ext, xt, w):                  # doctest: +SKIP
     ...     return [(ext[0].rows, xt @ w)]
