@@ -108,12 +108,15 @@ def local_backend():
 
 @pytest.fixture(autouse=True)
 def _small_tiles():
-    """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
-    old = spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes
-    spartan.config.tiles_per_worker = 2
-    spartan.config.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
+    """Tiny tiles, tiny arrays cut like big ones instead of replicated whole, and
+    pipeline chunks as small as a test's chunk bytes make them."""
+    cfg = spartan.config
+    old = cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.pipeline_min_rows
+    cfg.tiles_per_worker = 2
+    cfg.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
+    cfg.pipeline_min_rows = 1
     yield
-    spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes = old
+    cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.pipeline_min_rows = old
 
 
 @pytest.fixture(params=["local", "ray"])

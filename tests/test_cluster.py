@@ -46,6 +46,15 @@ assert s["bytes_moved_between_nodes"] == s["bytes_moved"] > 0
 """
 
 
+def _run_python(code: str, env: dict[str, str]) -> None:
+    """Run ``code`` in a new interpreter; its output is in the error if it fails."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, timeout=150, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(f"the cluster did not come up:\n{done.stderr[-2000:]}")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     if not os.path.exists(RAY):
@@ -81,7 +90,17 @@ def cluster():
         )
     ]
     try:
-        time.sleep(6)
+        # the head is up once a driver can join it (a fixed sleep was too short under load)
+        _run_python(
+            f"import ray, time; t = time.time() + 90\n"
+            "while True:\n"
+            "    try:\n"
+            f"        ray.init(address='127.0.0.1:{port}'); break\n"
+            "    except Exception:\n"
+            "        if time.time() > t: raise\n"
+            "        time.sleep(1)",
+            env,
+        )
         procs.append(
             subprocess.Popen(
                 [RAY, "start", f"--address=127.0.0.1:{port}", *agent_ports(), *common],
@@ -96,9 +115,7 @@ def cluster():
             "while sum(n['Alive'] for n in ray.nodes()) < 2 and time.time() < t: time.sleep(1)\n"
             "assert sum(n['Alive'] for n in ray.nodes()) == 2"
         )
-        subprocess.run(
-            [sys.executable, "-c", wait], env=env, check=True, timeout=150, capture_output=True
-        )
+        _run_python(wait, env)
         yield env, port, dash
     finally:
         for p in reversed(procs):

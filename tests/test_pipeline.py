@@ -380,3 +380,34 @@ def test_pipelines_fetch_a_whole_leaf_once_per_worker(backend, tiles_per_worker,
             numpy.testing.assert_allclose(r.to_numpy(), want, rtol=1e-12)
     assert moved["product", True] == moved["product", False]
     assert moved["sum", True] == moved["sum", False]
+
+
+def _cache(root, index, level, kind, size):
+    d = root / f"index{index}"
+    d.mkdir()
+    for name, value in (("level", level), ("type", kind), ("size", size)):
+        (d / name).write_text(f"{value}\n")
+
+
+def test_the_default_chunk_is_a_core_l2_cache_of_2_mb_or_more_else_8_mb(tmp_path):
+    from spartan.config import default_chunk_bytes, l2_cache_bytes
+
+    _cache(tmp_path, 0, 1, "Data", "48K")
+    _cache(tmp_path, 1, 1, "Instruction", "64K")
+    assert l2_cache_bytes(str(tmp_path)) == 0  # no L2 said
+    _cache(tmp_path, 2, 2, "Unified", "2048K")
+    _cache(tmp_path, 3, 3, "Unified", "480M")
+    assert l2_cache_bytes(str(tmp_path)) == 2 << 20
+    assert default_chunk_bytes(2 << 20) == 2 << 20
+    assert default_chunk_bytes(4 << 20) == 4 << 20
+    assert default_chunk_bytes(1280 << 10) == 8 << 20
+    assert default_chunk_bytes(0) == 8 << 20
+
+
+def test_a_chunk_holds_at_least_the_configured_rows(monkeypatch):
+    from spartan.frontend.pipeline import chunk_rows
+
+    assert chunk_rows(1 << 20, 2 << 20) == 2  # (the tests' setting: no floor)
+    monkeypatch.setattr(sp.config, "pipeline_min_rows", 64)
+    assert chunk_rows(1 << 20, 2 << 20) == 64  # wide rows: 2 would fit
+    assert chunk_rows(256, 2 << 20) == 8192
