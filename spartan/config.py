@@ -44,8 +44,9 @@ def default_chunk_bytes(l2: int | None = None) -> int:
 
     Measured with 2 workers at 2 GB: where a core has a 2 MB L2 and the large shared L3
     is slower (480 MB here), 2 MB chunks ran logistic regression in 1.46-1.48 s against
-    1.62 s with 8 MB (k-means 0.82 against 0.91 s, PCA -10%); on the earlier VM (32 MB L3
-    for 2 cores) 8 MB chunks ran logistic regression 9-18% faster than 2 MB ones, whose
+    1.62 s with 8 MB (k-means 0.82 against 0.91 s, PCA -10%; a 13-point stencil, whose
+    wide rows make few per chunk, 0.110 against 0.100 s); on the earlier VM (32 MB L3 for
+    2 cores) 8 MB chunks ran logistic regression 9-18% faster than 2 MB ones, whose
     per-chunk calls added up.
 
     >>> default_chunk_bytes(2 << 20) >> 20, default_chunk_bytes(512 << 10) >> 20
@@ -74,10 +75,6 @@ class Config:
     #: bytes one pipeline chunk touches (its inputs and every intermediate): one core's
     #: L2 cache where that holds 2 MB or more, else 8 MB (see :func:`default_chunk_bytes`)
     pipeline_chunk_bytes: int = field(default_factory=default_chunk_bytes)
-    #: the fewest rows a pipeline chunk holds, whatever its bytes: each chunk costs a
-    #: Python call per operator (a 13-point stencil on rows of 8000 floats took 0.111 s
-    #: in chunks of 13 rows, 0.098 s in chunks of 52)
-    pipeline_min_rows: int = 64
     #: tall matrices of fewer bytes are QR-factored by one task, not by TSQR
     #: (:func:`spartan.linalg.qr`): its stages' round trips cost more than the move
     tsqr_min_bytes: int = 4 << 20

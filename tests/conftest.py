@@ -108,15 +108,12 @@ def local_backend():
 
 @pytest.fixture(autouse=True)
 def _small_tiles():
-    """Tiny tiles, tiny arrays cut like big ones instead of replicated whole, and
-    pipeline chunks as small as a test's chunk bytes make them."""
-    cfg = spartan.config
-    old = cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.pipeline_min_rows
-    cfg.tiles_per_worker = 2
-    cfg.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
-    cfg.pipeline_min_rows = 1
+    """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
+    old = spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes
+    spartan.config.tiles_per_worker = 2
+    spartan.config.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
     yield
-    cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.pipeline_min_rows = old
+    spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes = old
 
 
 @pytest.fixture(params=["local", "ray"])

@@ -402,12 +402,3 @@ def test_the_default_chunk_is_a_core_l2_cache_of_2_mb_or_more_else_8_mb(tmp_path
     assert default_chunk_bytes(4 << 20) == 4 << 20
     assert default_chunk_bytes(1280 << 10) == 8 << 20
     assert default_chunk_bytes(0) == 8 << 20
-
-
-def test_a_chunk_holds_at_least_the_configured_rows(monkeypatch):
-    from spartan.frontend.pipeline import chunk_rows
-
-    assert chunk_rows(1 << 20, 2 << 20) == 2  # (the tests' setting: no floor)
-    monkeypatch.setattr(sp.config, "pipeline_min_rows", 64)
-    assert chunk_rows(1 << 20, 2 << 20) == 64  # wide rows: 2 would fit
-    assert chunk_rows(256, 2 << 20) == 8192

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.device import array_module
-from spartan.config import config
 from spartan.frontend.expr import Expr
 from spartan.frontend.fold import Fold, _Finalized, reduce_rows
 from spartan.frontend.join_update import Extent, JoinUpdate
@@ -158,9 +157,8 @@ def _row_bytes(e: Expr) -> int:
 
 def chunk_rows(row_bytes: int, chunk_bytes: int) -> int:
     """Rows per chunk: what one chunk touches (inputs and every intermediate) fits
-    ``chunk_bytes``, a core's share of cache, but never fewer than
-    ``config.pipeline_min_rows``."""
-    return max(1, config.pipeline_min_rows, chunk_bytes // max(1, row_bytes))
+    ``chunk_bytes``, a core's share of cache."""
+    return max(1, chunk_bytes // max(1, row_bytes))
 
 
 def _folds_below(node: Expr, inside: set[int]) -> set[int]:
