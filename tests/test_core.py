@@ -288,7 +288,8 @@ def test_updates_a_join_can_write_in_place_go_straight_into_the_tile_its_task_fi
 
 def test_join_update_written_in_place_equals_numpy(backend, tiling):
     a = data((9, 4), 19)
-    got = sp.join_update(_RowsDoubled(), None, [sp.array(a, tiling=tiling)], [0], (9, 4))
+    x = sp.array(a, tiling=tiling)
+    got = sp.join_update(_RowsDoubled(), None, [x], [0], (9, 4), update_axis=0)
     np.testing.assert_array_equal(got.to_numpy(), 2 * a)
 
 

@@ -151,11 +151,10 @@ def doorbell() -> Doorbell:
 
 
 def ring(pid: int) -> None:
-    """Ring the doorbell of process ``pid`` (nothing if it has none, or its queue of
-    rings is full: it looks again soon anyway)."""
-    if not sys.platform.startswith("linux"):
-        return
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+    """Ring the doorbell of process ``pid`` from this process's own (nothing if either
+    has none, or ``pid``'s queue of rings is full: it looks again soon anyway)."""
+    sock = doorbell()._sock  # (this process's own: no socket made per ring)
+    if sock is not None:
         with contextlib.suppress(OSError):
             sock.sendto(b"\0", socket.MSG_DONTWAIT, _bell_address(pid))
 
