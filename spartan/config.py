@@ -90,6 +90,11 @@ class Config:
     #: its share of the node's memory, at most 1 GB; 0: return it, as malloc does);
     #: see :mod:`spartan.backend.heap`. Read when the workers start.
     worker_keep_freed_bytes: int | None = None
+    #: copies a Ray worker makes of at least this many bytes write past the cache
+    #: (non-temporal stores; None: glibc's own threshold, which a VM reporting its
+    #: host's whole L3 puts at hundreds of MB); see
+    #: :mod:`spartan.backend.streaming_copies`. Read when the workers start.
+    worker_streaming_copy_bytes: int | None = 4 << 20
     #: largest result the driver fetches through its shared-memory landing zone, which
     #: it keeps (at up to this size) for every later fetch, lending it to a result that
     #: fills most of it (0: always through Ray's object store); see

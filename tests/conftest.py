@@ -135,6 +135,15 @@ def local(local_backend):
     return local_backend
 
 
+@pytest.fixture
+def on_ray(ray_backend):
+    """The Ray backend as spartan's session for one test (for Ray's own paths)."""
+    session.use(ray_backend)
+    yield ray_backend
+    if _live.get("local") is not None:  # later tests default to in-process workers
+        session.use(_live["local"])
+
+
 @pytest.fixture(params=TILINGS)
 def tiling(request):
     return request.param

@@ -197,174 +197,139 @@ def test_wait_fetches_in_the_same_round_trip(ray_backend, actor_calls, monkeypat
     be.delete([("rt", "x"), ("rt", 0), ("rt", 1)])
 
 
-def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(ray_backend, monkeypatch):
+def test_a_forced_value_waits_once_and_a_failure_is_the_users_error(on_ray, monkeypatch):
     import spartan as sp
-    from spartan.backend import session
     from spartan.frontend import planning
 
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        x = sp.asarray(np.arange(12.0))
-        sp.evaluate(x)
-        gets = []
-        real_get = ray_backend._get
-        monkeypatch.setattr(
-            ray_backend, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
-        )
-        assert float((x * x).sum()) == float((np.arange(12.0) ** 2).sum())
-        assert len(gets) == 1
-        # a join's measured bytes (learned update costs) are read at the next planning
-        assert float(x @ x) == float(np.arange(12.0) @ np.arange(12.0))
-        assert len(gets) == 2
-        assert planning._to_learn
-        sp.evaluate(x + 1)
-        assert not planning._to_learn
-        with pytest.raises(ValueError, match="bad block"):
-            sp.map(_fail, x).to_numpy()
-    finally:
-        session.use(previous)
+    x = sp.asarray(np.arange(12.0))
+    sp.evaluate(x)
+    gets = []
+    real_get = on_ray._get
+    monkeypatch.setattr(
+        on_ray, "_get", lambda refs, **kw: gets.append(len(refs)) or real_get(refs, **kw)
+    )
+    assert float((x * x).sum()) == float((np.arange(12.0) ** 2).sum())
+    assert len(gets) == 1
+    # a join's measured bytes (learned update costs) are read at the next planning
+    assert float(x @ x) == float(np.arange(12.0) @ np.arange(12.0))
+    assert len(gets) == 2
+    assert planning._to_learn
+    sp.evaluate(x + 1)
+    assert not planning._to_learn
+    with pytest.raises(ValueError, match="bad block"):
+        sp.map(_fail, x).to_numpy()
 
 
-def test_tasks_reading_blocks_put_from_the_driver_go_as_one_call(
-    ray_backend, actor_calls, monkeypatch
-):
+def test_tasks_reading_blocks_put_from_the_driver_go_as_one_call(on_ray, actor_calls, monkeypatch):
     """Re-tiling an array sent from the driver: every task reads blocks the other
     worker holds, straight from the object store. Those blocks exist already, so a
     worker's tasks go as one call, each block passed once (they went one call each)."""
     import spartan as sp
-    from spartan.backend import session
 
     monkeypatch.setattr(sp.config, "tiles_per_worker", 4)
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        a = np.arange(16.0 * 12).reshape(16, 12)
-        x = sp.array(a, tiling="row")
-        sp.evaluate(x)
-        puts = actor_calls.count((0, "put")) + actor_calls.count((1, "put"))
-        assert puts == 8  # (what makes this test's point)
-        del actor_calls[:]
-        y = sp.retile(x, "column")
-        sp.evaluate(y)
-        tasks = [(w, m) for w, m in actor_calls if m in ("run_task", "run_batch")]
-        assert sorted(tasks) == [(0, "run_batch"), (1, "run_batch")]
-        np.testing.assert_array_equal(y.to_numpy(), a)
-        np.testing.assert_array_equal(sp.compute(y.sum(axis=0))[0], a.sum(axis=0))
-    finally:
-        session.use(previous)
+    a = np.arange(16.0 * 12).reshape(16, 12)
+    x = sp.array(a, tiling="row")
+    sp.evaluate(x)
+    puts = actor_calls.count((0, "put")) + actor_calls.count((1, "put"))
+    assert puts == 8  # (what makes this test's point)
+    del actor_calls[:]
+    y = sp.retile(x, "column")
+    sp.evaluate(y)
+    tasks = [(w, m) for w, m in actor_calls if m in ("run_task", "run_batch")]
+    assert sorted(tasks) == [(0, "run_batch"), (1, "run_batch")]
+    np.testing.assert_array_equal(y.to_numpy(), a)
+    np.testing.assert_array_equal(sp.compute(y.sum(axis=0))[0], a.sum(axis=0))
 
 
 def test_an_evaluation_fetches_its_results_and_frees_its_temporaries_in_one_wait(
-    ray_backend, actor_calls, monkeypatch
+    on_ray, actor_calls, monkeypatch
 ):
     """``compute`` of several results waits once. Before that wait the workers were
     told to drop the graph's temporaries and to send their counters (behind the
     tasks): nothing of the evaluation is left for after its results are back."""
     import spartan as sp
-    from spartan.backend import session
 
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        a = np.arange(24.0).reshape(6, 4)
-        x = sp.asarray(a)
-        sp.evaluate(x)
-        rows = sp.exp(x).sum(axis=1)  # a fold: tiles of its own, read by both results
-        temporary = rows._expr.uid
-        y, z = rows + 1, rows @ rows
-        del rows
-        at_wait = []
-        real_get = ray_backend._get
+    a = np.arange(24.0).reshape(6, 4)
+    x = sp.asarray(a)
+    sp.evaluate(x)
+    rows = sp.exp(x).sum(axis=1)  # a fold: tiles of its own, read by both results
+    temporary = rows._expr.uid
+    y, z = rows + 1, rows @ rows
+    del rows
+    at_wait = []
+    real_get = on_ray._get
 
-        def get(refs, **kw):
-            held = {key[0] for key in ray_backend.where if isinstance(key, tuple)}
-            at_wait.append((temporary in held, [m for _, m in actor_calls]))
-            return real_get(refs, **kw)
+    def get(refs, **kw):
+        held = {key[0] for key in on_ray.where if isinstance(key, tuple)}
+        at_wait.append((temporary in held, [m for _, m in actor_calls]))
+        return real_get(refs, **kw)
 
-        monkeypatch.setattr(ray_backend, "_get", get)
-        got_y, got_z = sp.compute(y, z)
-        rows_np = np.exp(a).sum(axis=1)
-        np.testing.assert_allclose(got_y, rows_np + 1)
-        np.testing.assert_allclose(got_z, rows_np @ rows_np)
-        assert len(at_wait) == 1
-        still_held, calls = at_wait[0]
-        assert not still_held
-        assert calls.count("stats") == ray_backend.nworkers
-    finally:
-        session.use(previous)
+    monkeypatch.setattr(on_ray, "_get", get)
+    got_y, got_z = sp.compute(y, z)
+    rows_np = np.exp(a).sum(axis=1)
+    np.testing.assert_allclose(got_y, rows_np + 1)
+    np.testing.assert_allclose(got_z, rows_np @ rows_np)
+    assert len(at_wait) == 1
+    still_held, calls = at_wait[0]
+    assert not still_held
+    assert calls.count("stats") == on_ray.nworkers
 
 
 @pytest.mark.parametrize("tiling", ["row", "column", "block"])
-def test_results_come_through_the_landing_zone(ray_backend, actor_calls, monkeypatch, tiling):
+def test_results_come_through_the_landing_zone(on_ray, actor_calls, monkeypatch, tiling):
     """Every size goes through shared memory here; transposed and sliced reads too."""
     import spartan as sp
-    from spartan.backend import session, shared_output
+    from spartan.backend import shared_output
 
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        a = np.arange(7.0 * 5).reshape(7, 5)
-        x = sp.array(a, tiling=tiling)
-        np.testing.assert_array_equal(x.to_numpy(), a)
-        assert actor_calls.count((0, "write_shared")) == 1  # a worker's pieces in one call
-        np.testing.assert_array_equal(x.T.to_numpy(), a.T)
-        np.testing.assert_array_equal((x[1:6:2, ::-1] + 1).to_numpy(), a[1:6:2, ::-1] + 1)
-        out = x.to_numpy()
-        out[:] = -1  # the driver's own copy: the next fetch is not affected
-        np.testing.assert_array_equal(x.to_numpy(), a)
-        assert out.flags.owndata and out.flags.writeable
-        with pytest.raises(ValueError, match="bad block"):
-            sp.map(_fail, x).to_numpy()
-        assert not any(m == "fetch" for _, m in actor_calls)
-    finally:
-        session.use(previous)
+    a = np.arange(7.0 * 5).reshape(7, 5)
+    x = sp.array(a, tiling=tiling)
+    np.testing.assert_array_equal(x.to_numpy(), a)
+    assert actor_calls.count((0, "write_shared")) == 1  # a worker's pieces in one call
+    np.testing.assert_array_equal(x.T.to_numpy(), a.T)
+    np.testing.assert_array_equal((x[1:6:2, ::-1] + 1).to_numpy(), a[1:6:2, ::-1] + 1)
+    out = x.to_numpy()
+    out[:] = -1  # the driver's own copy: the next fetch is not affected
+    np.testing.assert_array_equal(x.to_numpy(), a)
+    assert out.flags.owndata and out.flags.writeable
+    with pytest.raises(ValueError, match="bad block"):
+        sp.map(_fail, x).to_numpy()
+    assert not any(m == "fetch" for _, m in actor_calls)
 
 
-def test_a_kept_result_is_not_overwritten_by_later_fetches(ray_backend, monkeypatch):
+def test_a_kept_result_is_not_overwritten_by_later_fetches(on_ray, monkeypatch):
     """Results filling the zone are its memory, lent: a later fetch lands elsewhere."""
     import spartan as sp
-    from spartan.backend import session, shared_output
+    from spartan.backend import shared_output
 
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
     monkeypatch.setattr(shared_output, "FIRST_BYTES", 64)
-    monkeypatch.setattr(ray_backend, "_landing", shared_output.LandingZone())
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        a = np.arange(7.0 * 5).reshape(7, 5)
-        x = sp.array(a, tiling="block")
-        first = x.to_numpy()
-        assert not first.flags.owndata  # lent, not copied
-        second = (x + 1).to_numpy()
-        first[:] = -1
-        third = x.T.to_numpy()
-        np.testing.assert_array_equal(second, a + 1)
-        np.testing.assert_array_equal(third, a.T)
-        np.testing.assert_array_equal(first, -1)
-    finally:
-        session.use(previous)
+    monkeypatch.setattr(on_ray, "_landing", shared_output.LandingZone())
+    a = np.arange(7.0 * 5).reshape(7, 5)
+    x = sp.array(a, tiling="block")
+    first = x.to_numpy()
+    assert not first.flags.owndata  # lent, not copied
+    second = (x + 1).to_numpy()
+    first[:] = -1
+    third = x.T.to_numpy()
+    np.testing.assert_array_equal(second, a + 1)
+    np.testing.assert_array_equal(third, a.T)
+    np.testing.assert_array_equal(first, -1)
 
 
 def test_a_host_without_shared_memory_fetches_through_the_object_store(
-    ray_backend, actor_calls, monkeypatch
+    on_ray, actor_calls, monkeypatch
 ):
     import spartan as sp
-    from spartan.backend import session, shared_output
+    from spartan.backend import shared_output
 
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
     monkeypatch.setattr(shared_output, "SHM_DIR", "/nonexistent-spartan-shm")
-    monkeypatch.setattr(ray_backend, "_landing", shared_output.LandingZone())
-    previous = session._current
-    session.use(ray_backend)
-    try:
-        a = np.arange(12.0).reshape(4, 3)
-        np.testing.assert_array_equal(sp.array(a, tiling="row").to_numpy(), a)
-        assert not any(m == "write_shared" for _, m in actor_calls)
-        assert any(m == "fetch" for _, m in actor_calls)
-    finally:
-        session.use(previous)
+    monkeypatch.setattr(on_ray, "_landing", shared_output.LandingZone())
+    a = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(sp.array(a, tiling="row").to_numpy(), a)
+    assert not any(m == "write_shared" for _, m in actor_calls)
+    assert any(m == "fetch" for _, m in actor_calls)
 
 
 @pytest.mark.parametrize("n", [10, 300_000])  # a letter; a whole block sent apart (2.4 MB)
@@ -404,7 +369,7 @@ def test_a_batch_that_raises_still_writes_its_post(ray_backend, tmp_path):
     worker.put(("raise", "x"), np.arange(4.0))
     path = str(tmp_path / "letter")
     steps = [
-        (pickle.dumps(_stop), [("raise", "x")], [("raise", "y")], None, (), ()),
+        (pickle.dumps(_stop), [("raise", "x")], [("raise", "y")], None, (), (), None),
         Post(path, ("raise", "x"), (slice(1, 3),), None),
     ]
     with pytest.raises(_Stop):
@@ -529,3 +494,72 @@ def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backe
     calls = [(m, args) for m, args in sent if m in ("run_task", "run_batch")]
     assert calls and not any(isinstance(a, channel.Letter) for _, args in calls for a in args)
     be.delete([("spec", k) for k in ("x", "made", "read")])
+
+
+def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
+    ray_backend, actor_calls, monkeypatch
+):
+    """``flush(fetch)``: the queued tasks making the pieces of the region the next wait
+    lands write them into the zone as they finish, a busy worker's held batch too;
+    no call follows them to do it."""
+    from spartan.backend import shared_output
+    from spartan.backend.base import Piece, Region
+
+    be = ray_backend
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    _busy(be, "land", np.arange(4.0))  # worker 0 holds the tasks below, sent as a batch
+    be.submit(0, _add_one, [("land", "slow")], [("land", "a0")])
+    be.submit(0, _add_one, [("land", "a0")], [("land", "a")])
+    be.put(("land", "x1"), np.arange(4.0, 8.0), 1)
+    be.submit(1, _add_one, [("land", "x1")], [("land", "b")])
+    whole = (slice(0, 4),)
+    region = Region(
+        (8,),
+        np.dtype(np.float64),
+        (
+            Piece(0, ("land", "a"), whole, whole),
+            Piece(1, ("land", "b"), whole, (slice(4, 8),)),
+        ),
+    )
+    be.flush([region])
+    (got,) = be.wait([region])
+    np.testing.assert_array_equal(got, np.arange(8.0) + np.array([2.0] * 4 + [1.0] * 4))
+    assert not any(m == "write_shared" for _, m in actor_calls)
+    assert (0, "run_batch") in actor_calls and (1, "run_task") in actor_calls
+    # a region made before this flush is written by a call of its own
+    (again,) = be.wait([region])
+    np.testing.assert_array_equal(again, got)
+    assert actor_calls.count((0, "write_shared")) == actor_calls.count((1, "write_shared")) == 1
+    be.delete([("land", k) for k in ("x", "slow", "a0", "a", "x1", "b")])
+
+
+def test_a_failing_task_that_would_land_its_tile_raises_its_own_error(ray_backend, monkeypatch):
+    from spartan.backend import shared_output
+    from spartan.backend.base import Piece, Region
+
+    be = ray_backend
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    be.put(("landfail", "x"), np.arange(4.0), 0)
+    be.submit(0, _fail, [("landfail", "x")], [("landfail", "y")])
+    whole = (slice(0, 4),)
+    region = Region((4,), np.dtype(np.float64), (Piece(0, ("landfail", "y"), whole, whole),))
+    be.flush([region])
+    with pytest.raises(ValueError, match="bad block"):
+        be.wait([region])
+    be.delete([("landfail", "x"), ("landfail", "y")])
+
+
+def test_a_computed_result_is_landed_by_the_tasks_that_compute_it(
+    on_ray, actor_calls, monkeypatch, tiling
+):
+    import spartan as sp
+    from spartan.backend import shared_output
+
+    monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
+    a = np.arange(7.0 * 5).reshape(7, 5)
+    x = sp.array(a, tiling=tiling)
+    sp.evaluate(x)
+    actor_calls.clear()
+    np.testing.assert_array_equal((x * 2 + 1).to_numpy(), a * 2 + 1)
+    np.testing.assert_array_equal(sp.compute(x.T @ x, x - 1)[1], a - 1)
+    assert not any(m == "write_shared" for _, m in actor_calls)

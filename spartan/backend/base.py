@@ -121,12 +121,14 @@ class Backend(Protocol):
         """Deletes made inside go out at the end (or with a worker's next tasks), each
         worker's together, instead of one message per freed array."""
 
-    def flush(self) -> None:
+    def flush(self, fetch: Sequence[Region] = ()) -> None:
         """Send what :meth:`submit` and :meth:`put` queued (one operator's tasks).
 
         A backend may hold submitted tasks until then, so that pieces other workers
         read from blocks that already exist are requested before the owner's queued
-        tasks instead of waiting behind them. Every waiting call flushes first."""
+        tasks instead of waiting behind them. Every waiting call flushes first.
+        ``fetch``: regions the next :meth:`wait` fetches; the queued tasks that make
+        their pieces may deliver them to the driver as they finish."""
 
     def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         """Barrier: every submitted task has finished; re-raises a task's error.

@@ -82,7 +82,7 @@ class Master(ABC):
         )
         return handle
 
-    def flush(self) -> None:  # noqa: B027 -- a no-op unless the transport batches
+    def flush(self, fetch: Sequence[Region] = ()) -> None:  # noqa: B027 -- a no-op unless the transport batches
         """Nothing is held back unless a transport says so."""
 
     def fetch(self, key: Key, worker: int | None = None, index: tuple | None = None) -> Any:

@@ -52,7 +52,7 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend import channel, shared_output
+from spartan.backend import channel, shared_output, streaming_copies
 from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
@@ -124,10 +124,20 @@ class RayWorker(Worker):
         ``whole`` says so) the whole block in this node's object store, which this worker
         cuts the piece from. The spec holds those Ray does not pass (``passed``,
         :func:`_split`)."""
-        inline, inputs, outputs, want_result, nodes, tag, whole = pickle.loads(spec)
+        inline, inputs, outputs, want_result, nodes, tag, whole, land = pickle.loads(spec)
         fn, *remote = _joined(inline, passed)
         remote = self._received(inputs, remote, whole)
-        return self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
+        return self._landed(
+            self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag), land
+        )
+
+    def _landed(self, result: Any, land: tuple[str, bytes] | None) -> Any:
+        """``result`` of a task, after writing what it made of a fetched result into
+        the driver's landing zone, where ``land`` (path, pickled region) says so: in the
+        task's own call, not one behind it (~1 ms of Ray's between calls)."""
+        if land is None or isinstance(result, TaskFailed):
+            return result
+        return self.write_shared(*land)
 
     def _received(
         self, inputs: Sequence[Any], remote: Sequence[Any], whole: Sequence[bool]
@@ -214,10 +224,12 @@ class RayWorker(Worker):
                     posted = self.post(*step.fields())
                     apart = posted if step.apart else apart
                 else:
-                    fn, inputs, outputs, tag, at, whole = step
+                    fn, inputs, outputs, tag, at, whole, land = step
                     fn = fn if isinstance(fn, bytes) else args[fn]
                     remote = self._received(inputs, [args[i] for i in at], whole)
-                    result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+                    result = self._landed(
+                        self._run_sent(fn, inputs, outputs, False, remote, (), tag), land
+                    )
                     if failed is None and isinstance(result, TaskFailed):
                         failed = result
                 done += 1
@@ -365,6 +377,9 @@ class RayBackend(Master):
             raise RuntimeError("RayBackend needs ray.init() first (spartan.init does it)")
         self.cpus, self.gpus = num_cpus_per_worker, num_gpus_per_worker
         self.slots = worker_slots(num_workers, num_cpus_per_worker, num_gpus_per_worker)
+        self._worker_env = streaming_copies.worker_env(
+            config.worker_streaming_copy_bytes, os.environ.get("GLIBC_TUNABLES")
+        )
         self.nworkers = len(self.slots)
         self.actors = [self._start(i) for i in range(self.nworkers)]
         try:
@@ -397,6 +412,13 @@ class RayBackend(Master):
         self._held_posts: dict[str, int] = {}
         #: per worker: a future of the last call sent to it (see :meth:`_busy`)
         self._last: dict[int, Any] = {}
+        #: the landing write each queued task makes after it (a pickled region of the
+        #: zone's result it made pieces of), by sequence number (see :meth:`_land_later`)
+        self._lands: dict[int, tuple[str, bytes]] = {}
+        #: the region, zone path and piece positions the next wait finds landed already
+        self._landed: tuple[Region, str, frozenset[int]] | None = None
+        #: :meth:`_worker_stats_later` promises not asked of the workers yet
+        self._stats_wanted: list[list[ray.ObjectRef]] = []
         self._fn_cache: dict[int, tuple[Any, bytes | ray.ObjectRef]] = {}
         self._blob_cache: dict[bytes, ray.ObjectRef] = {}
         self.recoveries = 0
@@ -417,6 +439,7 @@ class RayBackend(Master):
                 num_gpus=self.gpus,
                 scheduling_strategy=strategy,
                 max_restarts=0,
+                runtime_env={"env_vars": self._worker_env},
             )
             .remote(index, self.device, config.worker_keep_freed_bytes, self.slots.count(node))
         )
@@ -470,7 +493,9 @@ class RayBackend(Master):
         self._queued.append(rec)
         return rec
 
-    def flush(self) -> None:
+    def flush(self, fetch: Sequence[Region] = ()) -> None:
+        if fetch:
+            self._land_later(fetch)
         queued, self._queued = self._queued, []
         made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
         remote = {
@@ -597,7 +622,8 @@ class RayBackend(Master):
                 pieces = self._held_pieces.pop(item.seq, ())
                 at = tuple(position(arg) for arg, _ in pieces)
                 whole = tuple(w for _, w in pieces)
-                steps.append((fn, item.inputs, item.outputs, item.tag, at, whole))
+                land = self._lands.pop(item.seq, None)
+                steps.append((fn, item.inputs, item.outputs, item.tag, at, whole, land))
             else:
                 steps.append(item)
         self._release_posts(args)
@@ -698,8 +724,9 @@ class RayBackend(Master):
             whole = tuple(w for _, w in got)
             # one pickled spec instead of many arguments: Ray serializes each apart
             inline, passed = _split([rec.fn, *(r for r, _ in got)])
+            land = self._lands.pop(rec.seq, None)
             spec = pickle.dumps(
-                (inline, rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole),
+                (inline, rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole, land),
                 protocol=5,
             )
             ref = actor.run_task.remote(spec, *passed)
@@ -712,20 +739,30 @@ class RayBackend(Master):
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
         self.release_held()
-        # the zone holds one result: the biggest, if it qualifies; the rest come as pieces
-        big = max(range(len(fetch)), key=lambda i: _region_bytes(fetch[i]), default=None)
-        for _ in range(3):
+        big = _biggest(fetch)
+        landed, self._landed = self._landed, None
+        for attempt in range(3):
             pending, self._inflight = self._inflight, []
             landing = self._landing_path(fetch[big]) if big is not None else None
+            # pieces their tasks wrote into the zone (not after a recovery: the replays
+            # of those tasks write nothing there)
+            skip = (
+                landed[2]
+                if attempt == 0 and landed is not None and landed[:2] == (fetch[big], landing)
+                else frozenset()
+            )
             try:
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
                 # calls to an actor run in order: these follow its tasks, in one round trip
                 if self.device == "gpu":
                     refs += [a.sync.remote() for a in self.actors]
                 calls = [
-                    self._fetch_calls(region, landing if i == big else None)
+                    self._fetch_calls(region, landing, skip)
+                    if i == big
+                    else self._fetch_calls(region, None)
                     for i, region in enumerate(fetch)
                 ]
+                self._ask_stats()
                 at = len(refs)
                 refs += [call for cs in calls for call in cs]
                 values = self._get(refs, progress=True)
@@ -761,6 +798,26 @@ class RayBackend(Master):
             return None
         return self._landing.reserve(nbytes, config.landing_zone_bytes)
 
+    def _land_later(self, fetch: Sequence[Region]) -> None:
+        """Have the queued tasks that make pieces of the result the next wait lands
+        (:meth:`wait`) write them into the landing zone as they finish."""
+        big = _biggest(fetch)
+        region = fetch[big] if big is not None else None
+        landing = self._landing_path(region) if region is not None else None
+        if region is None or landing is None:
+            return
+        queued = {rec.seq for rec in self._queued if rec.fn is not None and not rec.want_result}
+        by_maker: dict[int, list[int]] = {}
+        for n, p in enumerate(region.pieces):
+            maker = self.lineage.made_by.get((p.key, self.owner(p.key, p.worker)))
+            if maker is not None and maker.seq in queued:
+                by_maker.setdefault(maker.seq, []).append(n)
+        for seq, at in by_maker.items():
+            pieces = tuple(region.pieces[n] for n in at)
+            part = Region(region.shape, region.dtype, pieces)
+            self._lands[seq] = (landing, pickle.dumps(part, protocol=5))
+        self._landed = (region, landing, frozenset(n for at in by_maker.values() for n in at))
+
     def results(self, handles: Sequence[Any]) -> list[Any]:
         self.wait()  # rebuilds anything lost first
         return self._get([self._refs.pop(h.seq) for h in handles])
@@ -775,14 +832,18 @@ class RayBackend(Master):
                 self.wait()
         raise RuntimeError("spartan could not recover from repeated worker failures")
 
-    def _fetch_calls(self, region: Region, landing: str | None) -> list[Any]:
+    def _fetch_calls(
+        self, region: Region, landing: str | None, skip: frozenset[int] = frozenset()
+    ) -> list[Any]:
         """Calls that bring ``region`` to the driver: each owner's pieces written into
-        the landing zone, or each piece returned through the object store."""
+        the landing zone (but those at the positions ``skip``, written there already),
+        or each piece returned through the object store."""
         if landing is None:
             return self._piece_calls(self._requests(region))
         mine: dict[int, list[Piece]] = {}
-        for p in region.pieces:
-            mine.setdefault(self.owner(p.key, p.worker), []).append(p)
+        for n, p in enumerate(region.pieces):
+            if n not in skip:
+                mine.setdefault(self.owner(p.key, p.worker), []).append(p)
         return [
             self.actors[w].write_shared.remote(
                 landing, pickle.dumps(Region(region.shape, region.dtype, tuple(ps)), protocol=5)
@@ -900,9 +961,29 @@ class RayBackend(Master):
         return self._get([a.memory.remote() for a in self.actors])
 
     def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
+        """The counters are asked behind the next wait's fetch calls, if it comes first
+        (asked before them, a worker answered between its task and its landing write:
+        0.5-1.5 ms of a GEMV's), else when called."""
+        asked: list[list[ray.ObjectRef]] = []
+        self._stats_wanted.append(asked)
+
+        def get() -> list[dict[str, Any]]:
+            if not asked:
+                self._ask_stats()
+            return self._get(asked[0])
+
+        return get
+
+    def _ask_stats(self) -> None:
+        """Send the counter calls :meth:`_worker_stats_later` promised (behind every
+        task sent, and every one held)."""
+        if not self._stats_wanted:
+            return
         self.release_held()
-        refs = [a.stats.remote() for a in self.actors]  # they run after the tasks sent
-        return lambda: self._get(refs)
+        refs = [a.stats.remote() for a in self.actors]
+        for asked in self._stats_wanted:
+            asked.append(refs)
+        self._stats_wanted = []
 
     def reset_stats(self) -> None:
         self.wait()
@@ -912,12 +993,18 @@ class RayBackend(Master):
         for a in self.actors:
             ray.kill(a)
         self._queued, self._held, self._last, self._held_pieces = [], {}, {}, {}
-        self._held_posts = {}
+        self._held_posts, self._stats_wanted, self._lands, self._landed = {}, [], {}, None
         self.actors = []
         self.nworkers = 0
         self._landing.close()
         if self._mailbox is not None:
             self._mailbox.close()
+
+
+def _biggest(fetch: Sequence[Region]) -> int | None:
+    """The position of the region a wait lands in the zone, if any qualifies: the
+    biggest (the zone holds one result; the rest come as pieces)."""
+    return max(range(len(fetch)), key=lambda i: _region_bytes(fetch[i]), default=None)
 
 
 def _region_bytes(region: Region) -> int:

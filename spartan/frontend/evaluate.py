@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -119,8 +119,11 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
     # as one message, not one per array
     with backend.batching_deletes():
         start = time.perf_counter()
-        lowered, planned = _lower(order, exprs, backend)
+        lowered, planned = _lower(order, exprs, backend, {e.uid for e in fetch})
         regions = [_region(e, full_box(e.shape)) for e in fetch]
+        # the fetched arrays' tasks, held back by _lower, go out knowing that their
+        # tiles are fetched: they can deliver them as they finish
+        backend.flush(regions)
         for node in lowered:
             node.done()
         saving = lowered if periodic.due() else []
@@ -128,7 +131,8 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
         # sent, while they run, not after the wait (with the counters, ~3.7 ms of CG's)
         del order, lowered
         if planned is not None and planned.has_joins:  # learn real update costs for next time
-            # asked now, the counters come back with the results
+            # promised now, the counters are asked behind the fetch and are there by
+            # the next plan
             planning.learn_later(planned, backend.stats_later())
         out = backend.wait(regions)
         periodic.after(saving)
@@ -137,9 +141,11 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
 
 
 def _lower(
-    order: list[Expr], exprs: Sequence[Expr], backend: Backend
+    order: list[Expr], exprs: Sequence[Expr], backend: Backend, unsent: Collection[int] = ()
 ) -> tuple[list[Expr], planning.Planned | None]:
-    """Plan ``order`` and send its tasks; the nodes lowered, and the plan."""
+    """Plan ``order`` and send its tasks, but leave those of the nodes ``unsent`` (by
+    uid) queued for the caller's :meth:`~Backend.flush` (unless a later node's flush
+    sends them); the nodes lowered, and the plan."""
     start = time.perf_counter()
     tilings, planned = planning.choose(order, backend.nworkers)
     fused = fusable(order, exprs, tilings)
@@ -158,7 +164,8 @@ def _lower(
         for node in lowered:
             backend.tag = node.uid
             node.lower(ctx)
-            backend.flush()  # one operator's tasks go out together
+            if node.uid not in unsent:
+                backend.flush()  # one operator's tasks go out together
             node.planned = planned
     finally:
         backend.tag = None
