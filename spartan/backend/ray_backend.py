@@ -42,7 +42,7 @@ import os
 import pickle
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,7 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend import channel, shared_output, streaming_copies
+from spartan.backend import call_board, channel, shared_output, streaming_copies
 from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
@@ -109,14 +109,30 @@ class Post:
 class RayWorker(Worker):
     """:class:`Worker` as a Ray actor: remote pieces arrive as resolved arguments."""
 
+    #: this worker's count of finished calls on the driver's board (None: not counted)
+    _slot: call_board.Slot | None = None
+
     def __init__(
-        self, index: int, device: str = "cpu", keep_freed: int | None = 0, peers: int = 1
+        self,
+        index: int,
+        device: str = "cpu",
+        keep_freed: int | None = 0,
+        peers: int = 1,
+        board: str | None = None,
     ) -> None:
         """``keep_freed``: bytes of freed memory kept for reuse (None: the default for
-        ``peers`` workers on this node); see :mod:`spartan.backend.heap`."""
+        ``peers`` workers on this node); see :mod:`spartan.backend.heap`. ``board``: the
+        path of the driver's :class:`~call_board.CallBoard`, where this worker counts
+        its finished task calls (runs and puts) if it is on the driver's host."""
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
         channel.doorbell()  # there before any letter for this worker is posted
+        self._slot = call_board.Slot.attach(board, index)
+        self._finished_call()  # the start counts: the driver sees the slot works
+
+    def _finished_call(self) -> None:
+        if self._slot is not None:
+            self._slot.tick()
 
     def run_task(self, spec: bytes, *passed: Any) -> Any:
         """One task. Its arguments, in order: its function (pickled, or put), then each
@@ -124,12 +140,15 @@ class RayWorker(Worker):
         ``whole`` says so) the whole block in this node's object store, which this worker
         cuts the piece from. The spec holds those Ray does not pass (``passed``,
         :func:`_split`)."""
-        inline, inputs, outputs, want_result, nodes, tag, whole, land = pickle.loads(spec)
-        fn, *remote = _joined(inline, passed)
-        remote = self._received(inputs, remote, whole)
-        return self._landed(
-            self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag), land
-        )
+        try:
+            inline, inputs, outputs, want_result, nodes, tag, whole, land = pickle.loads(spec)
+            fn, *remote = _joined(inline, passed)
+            remote = self._received(inputs, remote, whole)
+            return self._landed(
+                self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag), land
+            )
+        finally:
+            self._finished_call()
 
     def _landed(self, result: Any, land: tuple[str, bytes] | None) -> Any:
         """``result`` of a task, after writing what it made of a fetched result into
@@ -239,12 +258,16 @@ class RayWorker(Worker):
             for step in steps[done:]:
                 if isinstance(step, Post):
                     self.post(*step.fields())
+            self._finished_call()
         return (failed, apart) if any(_sends_apart(step) for step in steps) else failed
 
     def put(self, key: Key, value: Any) -> None:
         """:meth:`Worker.put` of a block sent from the driver, into this worker's own
         memory where that pays (:func:`_owned`)."""
-        super().put(key, _owned(value) if self.device == "cpu" else value)
+        try:
+            super().put(key, _owned(value) if self.device == "cpu" else value)
+        finally:
+            self._finished_call()
 
     def delete(self, keys: Sequence[Key] | bytes) -> None:
         """:meth:`Worker.delete`; the driver sends the keys pickled."""
@@ -381,6 +404,11 @@ class RayBackend(Master):
             config.worker_streaming_copy_bytes, os.environ.get("GLIBC_TUNABLES")
         )
         self.nworkers = len(self.slots)
+        #: where the workers on this host count their finished calls, those that do,
+        #: and how many calls (their start included) each was sent (see :meth:`_busy`)
+        self._board = call_board.CallBoard.make(self.nworkers)
+        self._on_board: set[int] = set()
+        self._calls = [0] * self.nworkers
         self.actors = [self._start(i) for i in range(self.nworkers)]
         try:
             self.nodes = ray.get([a.ping.remote() for a in self.actors], timeout=120)
@@ -392,6 +420,7 @@ class RayBackend(Master):
                 f"offers {ray.available_resources()}; ask for fewer workers"
             ) from None
         self.pids = ray.get([a.pid.remote() for a in self.actors])
+        self._check_board(range(self.nworkers))
         #: names the letters pieces pass through on one host; None: no shared memory
         self._mailbox = channel.Mailbox() if channel.Mailbox.available() else None
         self.lineage = Lineage()
@@ -441,7 +470,13 @@ class RayBackend(Master):
                 max_restarts=0,
                 runtime_env={"env_vars": self._worker_env},
             )
-            .remote(index, self.device, config.worker_keep_freed_bytes, self.slots.count(node))
+            .remote(
+                index,
+                self.device,
+                config.worker_keep_freed_bytes,
+                self.slots.count(node),
+                self._board.path if self._board is not None else None,
+            )
         )
 
     # ---- transport --------------------------------------------------------------------
@@ -544,18 +579,35 @@ class RayBackend(Master):
             if len(held) >= HELD_MAX or not self._busy(w):
                 self._release(w)  # (a no-op if a nested flush sent them already)
 
+    def _check_board(self, workers: Iterable[int]) -> None:
+        """Note which of ``workers``, just started (and answering), count their calls
+        on the board: a worker's start counts one."""
+        for w in workers:
+            on = self._board is not None and self._board.finished(w) == 1
+            self._calls[w] = int(on)
+            if on:
+                self._on_board.add(w)
+            else:
+                self._on_board.discard(w)
+
     def _busy(self, worker: int) -> bool:
         """Whether ``worker`` may still be running the last call of tasks sent to it
-        (deletes do not count: :meth:`_send_delete`)."""
+        (deletes do not count: :meth:`_send_delete`): by the board where the worker
+        counts its calls (:mod:`~spartan.backend.call_board`), else by the future of
+        that call."""
+        if worker in self._on_board:
+            return self._board.finished(worker) < self._calls[worker]
         last = self._last.get(worker)
         return last is not None and not last.done()
 
     def _sent(self, worker: int, ref: ray.ObjectRef) -> None:
-        """``ref``'s call is now ``worker``'s last. Its future, made as it is sent (one
-        made later reports a finished call as pending until its callback runs), is
-        what :meth:`_busy` polls: ``ray.wait`` with no timeout costs ~80 us on a
-        pending ref, and CG polled ~350 times."""
-        self._last[worker] = ref.future()
+        """``ref``'s call is now ``worker``'s last. A worker on another host is polled
+        by its future, made as it is sent (one made later reports a finished call as
+        pending until its callback runs): ``ray.wait`` with no timeout costs ~80 us on
+        a pending ref, and CG polled ~350 times."""
+        self._calls[worker] += 1
+        if worker not in self._on_board:
+            self._last[worker] = ref.future()
 
     def _request_made(
         self,
@@ -879,9 +931,12 @@ class RayBackend(Master):
         self.recoveries += 1
         log.warning("spartan: worker(s) %s died; replacing them and rebuilding their tiles", dead)
         for i in dead:
+            if self._board is not None:
+                self._board.reset(i)
             self.actors[i] = self._start(i)
         self.nodes = ray.get([a.ping.remote() for a in self.actors])
         self.pids = ray.get([a.pid.remote() for a in self.actors])
+        self._check_board(dead)
         gone = set(dead)
         missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
         # interrupted tasks that read from a dead worker, or from such a task (a reader
@@ -999,6 +1054,8 @@ class RayBackend(Master):
         self._landing.close()
         if self._mailbox is not None:
             self._mailbox.close()
+        if self._board is not None:
+            self._board.close()
 
 
 def _biggest(fetch: Sequence[Region]) -> int | None:

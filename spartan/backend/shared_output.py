@@ -51,7 +51,7 @@ class _Zone:
 
     def __init__(self, path: str, size: int, buf: mmap.mmap) -> None:
         self.path, self.size, self.buf = path, size, buf
-        self.removal = weakref.finalize(self, _unlink, path)  # (or at exit)
+        self.removal = weakref.finalize(self, unlink_quietly, path)  # (or at exit)
 
 
 class LandingZone:
@@ -149,7 +149,8 @@ def _give_back(owner: weakref.ref[LandingZone], zone: _Zone) -> None:
         zone.removal()
 
 
-def _unlink(path: str) -> None:
+def unlink_quietly(path: str) -> None:
+    """Remove the file at ``path``, if it is still there."""
     with contextlib.suppress(OSError):  # gone already
         os.unlink(path)
 
