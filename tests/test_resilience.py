@@ -31,6 +31,9 @@ def test_worker_killed_mid_computation_is_recovered(ray_backend):
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
     np.testing.assert_allclose(y.to_numpy(), expected)
     assert ray_backend.recoveries == before + 1
+    # the replacement counts its calls on the driver's board, from zero
+    assert ray_backend._on_board == {0, 1}
+    assert [ray_backend._board.finished(w) for w in (0, 1)] == ray_backend._calls
 
 
 def _slow_copy(x):

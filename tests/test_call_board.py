@@ -1,0 +1,59 @@
+"""The shared-memory board where workers count their finished calls for the driver."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from spartan.backend.call_board import CallBoard, Slot
+
+
+def test_a_worker_counts_its_calls_where_the_driver_reads_them():
+    board = CallBoard.make(3)
+    assert board is not None  # (Linux has /dev/shm)
+    slot = Slot.attach(board.path, 2)
+    slot.tick()
+    slot.tick()
+    assert [board.finished(w) for w in range(3)] == [0, 0, 2]
+    board.reset(2)
+    assert board.finished(2) == 0
+    board.close()
+    assert not os.path.exists(board.path)
+    assert Slot.attach(board.path, 0) is None  # not on this host (or gone)
+    assert Slot.attach(None, 0) is None
+
+
+def test_no_board_without_shared_memory(monkeypatch):
+    from spartan.backend import shared_output
+
+    monkeypatch.setattr(shared_output, "SHM_DIR", "/nonexistent-spartan-shm")
+    assert CallBoard.make(2) is None
+
+
+def _sleep_then_copy(x):
+    time.sleep(0.3)
+    return np.array(x)
+
+
+def test_the_driver_sees_a_worker_idle_by_its_count_without_asking_ray(ray_backend):
+    pytest.importorskip("ray")
+    be = ray_backend
+    be.wait()
+    assert be._on_board == set(range(be.nworkers))
+    assert [be._board.finished(w) for w in range(be.nworkers)] == be._calls
+    be.put(("board", "x"), np.arange(3.0), 0)
+    be.wait()
+    be.submit(0, _sleep_then_copy, [("board", "x")], [("board", "y")])
+    be.flush()
+    assert be._busy(0) and not be._busy(1)
+    deadline = time.monotonic() + 10
+    while be._busy(0):  # no Ray call made meanwhile: the worker's count says it
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert be._board.finished(0) == be._calls[0]
+    be.wait()
+    np.testing.assert_array_equal(be.fetch(("board", "y")), np.arange(3.0))
+    be.delete([("board", "x"), ("board", "y")])
