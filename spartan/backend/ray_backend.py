@@ -800,7 +800,10 @@ class RayBackend(Master):
             # of those tasks write nothing there)
             skip = (
                 landed[2]
-                if attempt == 0 and landed is not None and landed[:2] == (fetch[big], landing)
+                if attempt == 0
+                and landed is not None
+                and landed[0] is fetch[big]
+                and landed[1] == landing
                 else frozenset()
             )
             try:
