@@ -21,9 +21,11 @@ calls in an order in which every producer precedes its readers, and each worker 
 its calls in that order (Ray's guarantee for calls from one caller), so the earliest
 unfinished call never waits.
 
+>>> import numpy as np
 >>> mail = Mailbox()                                 # the driver's
 >>> letter = Letter(mail.name(), writer=os.getpid())  # for the owner and the reader
 >>> post(letter.path, np.arange(3))                  # the owner
+True
 >>> letter.receive()                                 # the reader
 array([0, 1, 2])
 >>> mail.close()
