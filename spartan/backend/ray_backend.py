@@ -911,9 +911,7 @@ class RayBackend(Master):
 
     def _get(self, refs: list[Any], progress: bool = False) -> list[Any]:
         try:
-            if progress:
-                _await_with_progress(refs)
-            values = ray.get(refs)
+            values = _get_with_progress(refs) if progress else ray.get(refs)
         except ray.exceptions.RayTaskError as error:
             cause = _unwrap(error)
             if isinstance(cause, LOSS_ERRORS):
@@ -1124,14 +1122,18 @@ def _interactive() -> bool:
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
-def _await_with_progress(refs: list[Any]) -> None:
-    """Wait for ``refs``; after ``config.progress_after`` seconds show a progress bar
-    (interactive) or log lines (scripts) counting finished tasks."""
+def _get_with_progress(refs: list[Any]) -> list[Any]:
+    """``ray.get(refs)``; after ``config.progress_after`` seconds a progress bar
+    (interactive) or log lines (scripts) count the finished tasks until all are. (One
+    call into Ray when they finish in time: a wait for them, then a get, took GEMV
+    0.1-0.6 ms more.)"""
     if config.progress_after is None or not refs:
-        return
-    ready, rest = ray.wait(refs, num_returns=len(refs), timeout=config.progress_after)
-    if not rest:
-        return
+        return ray.get(refs)
+    try:
+        return ray.get(refs, timeout=config.progress_after)
+    except ray.exceptions.GetTimeoutError:
+        pass
+    ready, rest = ray.wait(refs, num_returns=len(refs), timeout=0)
     total, done = len(refs), len(ready)
     bar = None
     if _interactive():
@@ -1149,3 +1151,4 @@ def _await_with_progress(refs: list[Any]) -> None:
             last_log = time.monotonic()
     if bar is not None:
         bar.close()
+    return ray.get(refs)
