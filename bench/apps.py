@@ -670,7 +670,8 @@ def quiesce(limit: float = 1.0) -> None:
 
     After each call OpenBLAS keeps its threads spinning for about 0.1 s of CPU, at
     normal priority: a system timed right after NumPy or Dask would share a core with
-    them (Ray runs its workers at nice 15, so they got almost none of it)."""
+    them (spartan's Ray workers, at Ray's niceness 15 until 11-24, got almost none of
+    it)."""
     deadline = time.perf_counter() + limit
     while time.perf_counter() < deadline:
         used = time.process_time()

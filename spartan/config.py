@@ -95,6 +95,11 @@ class Config:
     #: host's whole L3 puts at hundreds of MB); see
     #: :mod:`spartan.backend.streaming_copies`. Read when the workers start.
     worker_streaming_copy_bytes: int | None = 4 << 20
+    #: how far the Ray workers' niceness is raised above that of Ray's own processes
+    #: (None: Ray's 15, at which the driver's and Ray's threads preempt them at will;
+    #: 0 or more); see :func:`spartan.backend.ray_backend.worker_env`. Read when the
+    #: workers start.
+    worker_niceness: int | None = 0
     #: largest result the driver fetches through its shared-memory landing zone, which
     #: it keeps (at up to this size) for every later fetch, lending it to a result that
     #: fills most of it (0: always through Ray's object store); see
