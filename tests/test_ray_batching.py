@@ -524,7 +524,8 @@ def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
     be.flush([region])
     (got,) = be.wait([region])
     np.testing.assert_array_equal(got, np.arange(8.0) + np.array([2.0] * 4 + [1.0] * 4))
-    assert not any(m == "write_shared" for _, m in actor_calls)
+    # landed, not fetched through the object store, and by no call of its own
+    assert not any(m in ("write_shared", "fetch") for _, m in actor_calls)
     assert (0, "run_batch") in actor_calls and (1, "run_task") in actor_calls
     # a region made before this flush is written by a call of its own
     (again,) = be.wait([region])
@@ -561,5 +562,7 @@ def test_a_computed_result_is_landed_by_the_tasks_that_compute_it(
     sp.evaluate(x)
     actor_calls.clear()
     np.testing.assert_array_equal((x * 2 + 1).to_numpy(), a * 2 + 1)
+    # landed, not fetched through the object store, and by no call of its own
+    assert not any(m in ("write_shared", "fetch") for _, m in actor_calls)
     np.testing.assert_array_equal(sp.compute(x.T @ x, x - 1)[1], a - 1)
     assert not any(m == "write_shared" for _, m in actor_calls)

@@ -52,11 +52,12 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend import call_board, channel, shared_output, streaming_copies
+from spartan.backend import call_board, channel, shared_output
 from spartan.backend.base import Key, Piece, Region, remote_pieces
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
+from spartan.backend.streaming_copies import glibc_tunables
 from spartan.backend.worker import TaskFailed, Worker, nbytes_of, take
 from spartan.config import config
 
@@ -1063,15 +1064,18 @@ def worker_env(environ: Mapping[str, str]) -> dict[str, str]:
     niceness raised by ``config.worker_niceness`` above Ray's own processes', where Ray
     would raise it by 15 (unless ``environ`` sets ``RAY_worker_niceness`` itself).
 
-    At niceness 15 every thread of the driver and of Ray's own processes took a
-    worker's core almost whole whenever it ran: Ray actors streaming 1 GB through a
-    product were preempted 17-21 times where plain processes were 0-2; in two runs each,
+    At niceness 15 a worker weighs 36 against 1024 for any thread at 0 (the driver's,
+    Ray's own processes'), which then takes its core almost whole while it runs: Ray
+    actors streaming 1 GB through a product were preempted 17-21 times where plain
+    processes at 0 were 0-2; in two runs each,
     a re-tiling took 0.088 / 0.076 s against 0.078 / 0.074 s at 0, GEMV 0.093 / 0.092 s
     against 0.089 / 0.090 s.
     """
-    env = streaming_copies.worker_env(
-        config.worker_streaming_copy_bytes, environ.get("GLIBC_TUNABLES")
-    )
+    env = {}
+    copies = config.worker_streaming_copy_bytes
+    tunables = glibc_tunables(copies, environ.get("GLIBC_TUNABLES")) if copies else None
+    if tunables is not None:
+        env["GLIBC_TUNABLES"] = tunables
     if config.worker_niceness is not None and "RAY_worker_niceness" not in environ:
         env["RAY_worker_niceness"] = str(config.worker_niceness)
     return env

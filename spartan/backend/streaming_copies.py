@@ -29,11 +29,3 @@ def glibc_tunables(threshold: int, current: str | None) -> str | None:
     if threshold <= 0 or any(e.split("=")[0] == THRESHOLD_TUNABLE for e in entries):
         return None
     return ":".join([*entries, f"{THRESHOLD_TUNABLE}={threshold:#x}"])
-
-
-def worker_env(threshold: int | None, current: str | None) -> dict[str, str]:
-    """Environment variables a worker starts with so its copies of at least
-    ``threshold`` bytes stream (None: glibc's own choice); ``current`` is the
-    driver's ``GLIBC_TUNABLES``."""
-    value = glibc_tunables(threshold, current) if threshold is not None else None
-    return {"GLIBC_TUNABLES": value} if value is not None else {}

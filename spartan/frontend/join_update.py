@@ -139,8 +139,8 @@ class _JoinTask:
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
         for loc, update in self.updates(blocks):
             runs = location_runs(loc, self.out_shape)
+            pieces = self._pieces(runs)
             if isinstance(update, _Deferred):
-                pieces = self._pieces(runs)
                 if not integer_axes(loc) and len(pieces) == 1:
                     idx, dst, _, whole = pieces[0]
                     if whole and idx in self.finish:  # (then the tile is this task's alone)
@@ -157,7 +157,7 @@ class _JoinTask:
                 upd = xp.broadcast_to(upd, shape)
             elif any(update is b for b in blocks):
                 upd = upd[...]  # a view: a tile made of it must not be an input's block
-            for idx, dst, src, whole in self._pieces(runs):
+            for idx, dst, src, whole in pieces:
                 if idx not in per_tile:
                     raise ValueError(
                         f"join_update: an update at {loc!r} leaves the rows its group "
