@@ -15,7 +15,7 @@ array([ 0, -1, -2, -3])
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -138,10 +138,11 @@ class Backend(Protocol):
         :mod:`spartan.backend.shared_output`), pulled in the same wait: values forced
         right after their evaluation cost one round trip in all."""
 
-    def stats(self) -> Stats:
-        """Counters since the last :meth:`reset_stats`."""
+    def stats(self, tags: Collection[Any] | None = None) -> Stats:
+        """Counters since the last :meth:`reset_stats`; ``bytes_by_tag`` only for
+        ``tags`` when given (else for the most recent tags each worker keeps)."""
 
-    def stats_later(self) -> Callable[[], Stats]:
+    def stats_later(self, tags: Collection[Any] | None = None) -> Callable[[], Stats]:
         """:meth:`stats` as of the tasks submitted so far, without waiting now: the
         returned function gives them (waiting then, if it must)."""
 

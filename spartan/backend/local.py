@@ -11,7 +11,7 @@ array([2., 2., 2.])
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -77,8 +77,10 @@ class LocalBackend(Master):
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]
 
-    def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
-        now = [w.stats() for w in self.workers]  # tasks ran when submitted
+    def _worker_stats_later(
+        self, tags: Collection[Any] | None = None
+    ) -> Callable[[], list[dict[str, Any]]]:
+        now = [w.stats(tags) for w in self.workers]  # tasks ran when submitted
         return lambda: now
 
     def reset_stats(self) -> None:

@@ -8,7 +8,7 @@ keeps the placement map the driver needs for fetches and deletes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -126,11 +126,11 @@ class Master(ABC):
     def release_held(self) -> None:  # noqa: B027 -- a no-op unless the transport batches
         """Send whatever the transport holds back (queued tasks, batched deletes)."""
 
-    def stats(self) -> Stats:
-        return self.stats_later()()
+    def stats(self, tags: Collection[Any] | None = None) -> Stats:
+        return self.stats_later(tags)()
 
-    def stats_later(self) -> Callable[[], Stats]:
-        per_worker = self._worker_stats_later()
+    def stats_later(self, tags: Collection[Any] | None = None) -> Callable[[], Stats]:
+        per_worker = self._worker_stats_later(tags)
         return lambda: self._summed(per_worker())
 
     @staticmethod
@@ -165,5 +165,8 @@ class Master(ABC):
     def _delete(self, worker: int, keys: list[Key]) -> None: ...
 
     @abstractmethod
-    def _worker_stats_later(self) -> Callable[[], list[dict[str, Any]]]:
-        """Each worker's counters as of the tasks submitted so far, when called."""
+    def _worker_stats_later(
+        self, tags: Collection[Any] | None = None
+    ) -> Callable[[], list[dict[str, Any]]]:
+        """Each worker's counters as of the tasks submitted so far, when called
+        (``bytes_by_tag`` only for ``tags`` when given)."""

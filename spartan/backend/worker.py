@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,12 @@ from spartan.backend.device import (
     to_host,
 )
 from spartan.backend.layout import copy_into
+
+#: task tags whose moved bytes a worker keeps, the oldest dropped first. The optimizer
+#: asks for each evaluation's own tags right after it (:meth:`Worker.stats`); unbounded,
+#: a loop of 3000 small evaluations grew each worker's table to 3000 entries, every one
+#: copied and sent with each evaluation's counters
+TAGS_KEPT = 1 << 16
 
 
 def nbytes_of(value: Any) -> int:
@@ -255,18 +261,21 @@ class Worker:
         n = nbytes_of(part)
         self.counters["bytes_in"] += n
         if self.tag is not None:
-            self.bytes_by_tag[self.tag] = self.bytes_by_tag.get(self.tag, 0) + n
+            by_tag = self.bytes_by_tag
+            if self.tag not in by_tag and len(by_tag) >= TAGS_KEPT:
+                del by_tag[next(iter(by_tag))]
+            by_tag[self.tag] = by_tag.get(self.tag, 0) + n
         if node != self.node:
             self.counters["bytes_in_from_other_nodes"] += n
 
     # ---- accounting -----------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        return dict(
-            self.counters,
-            held_bytes=self.held,
-            node=self.node,
-            bytes_by_tag=dict(self.bytes_by_tag),
-        )
+    def stats(self, tags: Collection[Any] | None = None) -> dict[str, Any]:
+        """The counters; ``bytes_by_tag`` only for ``tags`` when given (the last
+        :data:`TAGS_KEPT` tags when not)."""
+        by_tag = self.bytes_by_tag
+        if tags is not None:
+            by_tag = {t: by_tag[t] for t in tags if t in by_tag}
+        return dict(self.counters, held_bytes=self.held, node=self.node, bytes_by_tag=dict(by_tag))
 
     def reset_stats(self) -> None:
         self.tag = None

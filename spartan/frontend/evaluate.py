@@ -133,7 +133,7 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
         if planned is not None and planned.has_joins:  # learn real update costs for next time
             # promised now, the counters are asked behind the fetch and are there by
             # the next plan
-            planning.learn_later(planned, backend.stats_later())
+            planning.learn_later(planned, backend.stats_later(planned.tags))
         out = backend.wait(regions)
         periodic.after(saving)
     log.debug("evaluated in %.3f s", time.perf_counter() - start)

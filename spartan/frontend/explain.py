@@ -23,7 +23,7 @@ class Explanation:
         self.planned = planned
         self.evaluated = evaluated
         if evaluated:
-            planned.record(session.current().stats().bytes_by_tag)
+            planned.record(session.current().stats(planned.tags).bytes_by_tag)
 
     @property
     def plan(self) -> Any:

@@ -74,6 +74,11 @@ class Planned:
                 self.plan.record_measured(nid, bytes_by_tag.get(uid, 0), _history)
 
     @property
+    def tags(self) -> frozenset[int]:
+        """The tags of this plan's tasks: its nodes' uids."""
+        return frozenset(self.node_of)
+
+    @property
     def has_joins(self) -> bool:
         return any(n.op == "join_update" for n in self.plan.program)
 
