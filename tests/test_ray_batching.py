@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -36,6 +37,7 @@ class _Unloadable:
 
 def _busy(be, tag, value):
     """Worker 0 holds ``(tag, "x") = value`` and is busy copying it to ``(tag, "slow")``."""
+    gc.collect()  # earlier tests' garbage: its deletes are not held by this test
     be.put((tag, "x"), value, 0)
     be.wait()  # the worker is idle: the slow task goes out at once
     be.submit(0, _slow_copy, [(tag, "x")], [(tag, "slow")])

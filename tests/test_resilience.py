@@ -82,12 +82,17 @@ def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
     np.testing.assert_allclose((x * 3).sum().item(), expected.sum() * 3)
 
 
-def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(ray_backend):
+def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(
+    ray_backend, monkeypatch
+):
     """Deleting arrays prunes the lineage log: records no live block descends from go
-    (with the object-store copies of put data); a live array's ancestors stay, so it is
-    still rebuilt after its worker dies."""
+    (with the object-store copies of put data); a live array's ancestors stay (no copy
+    of its blocks on the driver here), so it is still rebuilt after its worker dies."""
     import gc
 
+    from spartan.backend import ray_backend as rb
+
+    monkeypatch.setattr(rb, "COPY_MAX_BYTES", 0)
     sp.backend.session.use(ray_backend)
     src = np.arange(48.0).reshape(12, 4)
     gone = sp.asarray(src * 10)
@@ -107,6 +112,42 @@ def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(ray_
     pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
     os.kill(pid, signal.SIGKILL)
     np.testing.assert_array_equal(kept.to_numpy(), src + 1)
+
+
+def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
+    ray_backend, monkeypatch
+):
+    """A small block computed from the one before, iteration after iteration, is copied
+    to the driver when the log is pruned; the tasks of past iterations are forgotten,
+    and the block is rebuilt from its copy after its worker dies."""
+    import gc
+
+    from spartan.backend import ray_backend as rb
+
+    sp.backend.session.use(ray_backend)
+    monkeypatch.setattr(rb, "PRUNE_MIN", 16)
+    ray_backend._prune_at = 0
+    rng = np.random.default_rng(0)
+    data = rng.random((12, 4))
+    x = sp.asarray(data)
+    w, want = sp.zeros(4), np.zeros(4)
+    sizes = []
+    for _ in range(60):
+        w = w - 0.01 * (x.T @ (x @ w - 1.0))
+        want = want - 0.01 * (data.T @ (data @ want - 1.0))
+        sp.evaluate(w)
+        gc.collect()
+        sizes.append(len(ray_backend.lineage.made_by))
+    copies = [
+        r for r in ray_backend.lineage.made_by.values() if r.value is not None and r.fn is None
+    ]
+    assert any(not isinstance(r.value, rb.ray.ObjectRef) for r in copies)
+    # ~18 records an iteration: without the copies the log keeps all 60 iterations'
+    assert max(sizes[30:]) < sizes[0] + 100 < sizes[0] + 18 * 59
+    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    os.kill(pid, signal.SIGKILL)
+    np.testing.assert_allclose(w.to_numpy(), want)
+    np.testing.assert_allclose((w * 2).to_numpy(), want * 2)
 
 
 def test_recovery_skips_outputs_deleted_while_pending(ray_backend):

@@ -27,7 +27,9 @@ class Record:
     fn: Any = None
     inputs: tuple[Any, ...] = ()
     want_result: bool = False
-    value: Any = None  # a put: the driver-owned object to put again
+    #: a put: the driver-owned object to put again, or the driver's copy of a small
+    #: block (:meth:`Lineage.copied`)
+    value: Any = None
     tag: Any = None
     needs: tuple[tuple[Key, int], ...] = field(default=())  # (key, worker) read
 
@@ -53,6 +55,14 @@ class Lineage:
         old = self.made_by.get((key, worker))
         seq = old.seq if old is not None else next(self._seq)
         self.made_by[(key, worker)] = Record(seq=seq, worker=worker, outputs=(key,), fn=load)
+
+    def copied(self, key: Key, worker: int, value: Any) -> None:
+        """The driver holds ``value``, a copy of ``key`` on ``worker``: rebuild it by
+        putting that again instead of by its lineage, which may then be dropped (nothing
+        if the block is gone)."""
+        old = self.made_by.get((key, worker))
+        if old is not None:
+            self.made_by[(key, worker)] = Record(old.seq, worker, (key,), value=value)
 
     def prune(self, live: Iterable[tuple[Key, int]]) -> None:
         """Forget the records no live block can need for a rebuild: those of deleted
