@@ -150,6 +150,27 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
     np.testing.assert_allclose((w * 2).to_numpy(), want * 2)
 
 
+def test_a_log_that_copies_cannot_cut_is_pruned_when_it_doubles(ray_backend, monkeypatch):
+    """Pruning is linear in the log: one that no copy of a small block shortened waits
+    until the log has doubled (a loop over big arrays would otherwise prune every
+    PRUNE_MIN records, and its log only grows)."""
+    import gc
+
+    from spartan.backend import ray_backend as rb
+
+    monkeypatch.setattr(rb, "COPY_MAX_BYTES", 0)
+    sp.backend.session.use(ray_backend)
+    ray_backend._prune_at = 0
+    x = sp.asarray(np.arange(12.0))
+    y = x + 1
+    sp.evaluate(y)
+    del x
+    gc.collect()  # the delete prunes
+    kept = len(ray_backend.lineage.made_by)
+    assert ray_backend._prune_at == 2 * kept + rb.PRUNE_MIN
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(12.0) + 1)
+
+
 def test_recovery_skips_outputs_deleted_while_pending(ray_backend):
     """A pending task on a worker that dies, whose output was already deleted (and its
     lineage pruned): nothing to rebuild for it, and the wait completes."""

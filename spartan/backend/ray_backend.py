@@ -1018,16 +1018,15 @@ class RayBackend(Master):
         # the log would otherwise keep every block's lineage, and every put's data in
         # the object store, for the whole session; pruning is linear in the log, so it
         # runs when put data may be freed or the log has doubled since the last time
-        # (grown by PRUNE_MIN, while copies that will cut it are on their way)
+        # (grown by PRUNE_MIN, where copies of small blocks cut it the last time)
         if puts or len(self.lineage.made_by) > self._prune_at:
             up = ray.is_initialized() and self.actors  # (a call would start Ray again)
-            if up:
-                self._keep_copies()
+            copied = self._keep_copies() if up else 0
             self.lineage.prune((k, w) for k, ws in self.where.items() for w in ws)
             if up:
                 self._ask_copies()
             kept = len(self.lineage.made_by)
-            self._prune_at = kept + PRUNE_MIN + (0 if self._copies_asked else kept)
+            self._prune_at = kept + PRUNE_MIN + (0 if copied else kept)
 
     def _ask_copies(self) -> None:
         """Ask each worker for copies of its small live blocks whose lineage is a task
@@ -1045,10 +1044,10 @@ class RayBackend(Master):
             ref = self.actors[w].small_copies.remote(list(owners), COPY_MAX_BYTES)
             self._copies_asked.append((ref, owners))
 
-    def _keep_copies(self) -> None:
+    def _keep_copies(self) -> int:
         """Blocks whose copies have come (:meth:`_ask_copies`) are rebuilt from them
-        from now on: their lineage goes at the prune that follows."""
-        waiting = []
+        from now on: their lineage goes at the prune that follows. How many came."""
+        waiting, kept = [], 0
         for ref, owners in self._copies_asked:
             if not ray.wait([ref], timeout=0)[0]:
                 waiting.append((ref, owners))
@@ -1061,7 +1060,9 @@ class RayBackend(Master):
             for key, value in copies.items():
                 for w in owners[key]:
                     self.lineage.copied(key, w, value)
+            kept += len(copies)
         self._copies_asked = waiting
+        return kept
 
     def _delete(self, worker: int, keys: list[Key]) -> None:
         if ray.is_initialized() and self.actors:  # an actor call would start Ray again
