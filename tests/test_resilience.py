@@ -130,6 +130,8 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
     rng = np.random.default_rng(0)
     data = rng.random((12, 4))
     x = sp.asarray(data)
+    shallow = x * 2  # one task from its input: never copied
+    sp.evaluate(shallow)
     w, want = sp.zeros(4), np.zeros(4)
     sizes = []
     for _ in range(60):
@@ -138,16 +140,20 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
         sp.evaluate(w)
         gc.collect()
         sizes.append(len(ray_backend.lineage.made_by))
-    copies = [
-        r for r in ray_backend.lineage.made_by.values() if r.value is not None and r.fn is None
-    ]
+    made = ray_backend.lineage.made_by
+    copies = [r for r in made.values() if r.value is not None and r.fn is None]
     assert any(not isinstance(r.value, rb.ray.ObjectRef) for r in copies)
+    tiles = shallow._expr.data
+    shallow_keys = {tiles.key(idx) for idx, _, _ in tiles.tiles()}
+    assert all(made[(k, w)].fn is not None for k, w in made if k in shallow_keys)
+    assert any(k in shallow_keys for k, _ in made)
     # ~18 records an iteration: without the copies the log keeps all 60 iterations'
-    assert max(sizes[30:]) < sizes[0] + 100 < sizes[0] + 18 * 59
+    assert max(sizes[30:]) < sizes[0] + 200 < sizes[0] + 18 * 59
     pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
     os.kill(pid, signal.SIGKILL)
     np.testing.assert_allclose(w.to_numpy(), want)
     np.testing.assert_allclose((w * 2).to_numpy(), want * 2)
+    np.testing.assert_array_equal(shallow.to_numpy(), data * 2)
 
 
 def test_a_log_that_copies_cannot_cut_is_pruned_when_it_doubles(ray_backend, monkeypatch):

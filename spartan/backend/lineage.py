@@ -32,6 +32,8 @@ class Record:
     value: Any = None
     tag: Any = None
     needs: tuple[tuple[Key, int], ...] = field(default=())  # (key, worker) read
+    #: the longest chain of tasks behind it (a put, a load or a copy: 0)
+    depth: int = 0
 
 
 class Lineage:
@@ -45,6 +47,8 @@ class Lineage:
         rec = Record(seq=next(self._seq), **record_args)
         if rec.fn is not None:
             rec.needs = tuple(_reads(rec.worker, rec.inputs))
+            made = self.made_by
+            rec.depth = 1 + max((made[n].depth for n in rec.needs if n in made), default=0)
         for key in rec.outputs:
             self.made_by[(key, rec.worker)] = rec
         return rec

@@ -76,12 +76,15 @@ _BY_VALUE_MODULES = getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES",
 HELD_MAX = 192
 #: the lineage log is first pruned when it holds this many blocks
 PRUNE_MIN = 1024
-#: live blocks made by tasks, up to this many bytes from each worker, are copied to the
-#: driver when the lineage is pruned, and their lineage is dropped once the copies are
-#: in (a recovery puts the copy back). A loop that computes a small array from the one
-#: before (a weight vector, a solver's iterate) would otherwise keep the tasks of every
-#: iteration: a 2000-step logistic regression held 13,305 records (30 MB) for 5 blocks
+#: live blocks behind at least COPY_DEPTH tasks in a chain, up to this many bytes from
+#: each worker, are copied to the driver when the lineage is pruned, and their lineage is
+#: dropped once the copies are in (a recovery puts the copy back). A loop that computes a
+#: small array from the one before (a weight vector, a solver's iterate) would otherwise
+#: keep the tasks of every iteration: a 2000-step logistic regression held 13,305
+#: records (30 MB) for 5 blocks. Shallow blocks are not copied: the driver would hold a
+#: second copy of every small tile
 COPY_MAX_BYTES = 64 << 10
+COPY_DEPTH = 16
 #: a piece under 1/SMALL_PIECE of its block is copied out of the object store
 SMALL_PIECE = 16
 #: task functions pickled to at most this many bytes travel inside the call
@@ -1029,14 +1032,15 @@ class RayBackend(Master):
             self._prune_at = kept + PRUNE_MIN + (0 if copied else kept)
 
     def _ask_copies(self) -> None:
-        """Ask each worker for copies of its small live blocks whose lineage is a task
-        (their tasks sent or not: a block not made yet is not copied), up to
-        :data:`COPY_MAX_BYTES`; :meth:`_keep_copies` takes them at a later prune."""
+        """Ask each worker for copies of its small live blocks behind a chain of at
+        least :data:`COPY_DEPTH` tasks (sent or not: a block not made yet is not
+        copied), up to :data:`COPY_MAX_BYTES`; :meth:`_keep_copies` takes them at a
+        later prune."""
         asked = {key for _, owners in self._copies_asked for key in owners}
         by_worker: dict[int, dict[Key, list[int]]] = {}
         for (key, w), rec in self.lineage.made_by.items():
             holders = self.where.get(key, ())
-            if rec.needs and key not in asked and w in holders:
+            if rec.depth >= COPY_DEPTH and key not in asked and w in holders:
                 by_worker.setdefault(holders[0], {}).setdefault(key, []).append(w)
         for w, owners in by_worker.items():
             # not a worker's last call for :meth:`_busy` (like a delete: it takes
