@@ -7,6 +7,7 @@ import numpy as np
 
 import spartan as sp
 from spartan.backend import worker as worker_module
+from spartan.frontend import planning
 from spartan.tiling import Tiling
 
 SHAPE = (12, 10)
@@ -65,3 +66,30 @@ def test_workers_keep_the_newest_tags_only(local, monkeypatch):
     newest, oldest = tags[-1], tags[0]
     assert any(k & newest for k in kept)
     assert not any(k & oldest for k in kept)
+
+
+def test_a_loop_stops_asking_for_moved_bytes_once_its_joins_are_learned(backend, monkeypatch):
+    monkeypatch.setattr(planning, "_steady", {})
+    monkeypatch.setattr(planning, "_unmeasured", {})
+    asked = []
+    stats_later = backend.stats_later
+
+    def spy(tags=None):
+        asked.append(tags)
+        return stats_later(tags)
+
+    monkeypatch.setattr(backend, "stats_later", spy)
+    rng = np.random.default_rng(3)
+    data, v = rng.random(SHAPE), rng.random(SHAPE[1])
+    a = sp.array(data, tiling=Tiling.column(SHAPE, 2))
+    x = sp.array(v)
+    runs = 40
+    for _ in range(runs):
+        y = a @ x  # one call site: its learned update cost settles after a few
+        np.testing.assert_allclose(sp.compute(y)[0], data @ v)
+    # measured until settled, then once every MEASURE_EVERY evaluations
+    most = planning.SETTLED_AFTER + 1 + runs // planning.MEASURE_EVERY
+    assert 1 <= len(asked) <= most < runs
+    # explain still measures the last, unmeasured evaluation itself
+    planned = sp.explain(y).planned
+    assert sum(planned.plan.measured.values()) > 0

@@ -130,7 +130,8 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
         # the graph's last references: its temporaries are freed behind the tasks just
         # sent, while they run, not after the wait (with the counters, ~3.7 ms of CG's)
         del order, lowered
-        if planned is not None and planned.has_joins:  # learn real update costs for next time
+        # learn real update costs for next time, while they may still change
+        if planned is not None and planned.worth_measuring():
             # promised now, the counters are asked behind the fetch and are there by
             # the next plan
             planning.learn_later(planned, backend.stats_later(planned.tags))
