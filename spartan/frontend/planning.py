@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class Planned:
             _unmeasured[site] = 0
 
     @property
-    def sites(self) -> set:
+    def sites(self) -> set[Hashable]:
         """The call sites of this plan's join_updates (what measuring it teaches)."""
         return {n.params.get("site") for n in self.plan.program} - {None}
 
@@ -113,11 +113,11 @@ SETTLED_AFTER = 3
 MEASURE_EVERY = 16
 #: per join site: measurements in a row that left its learned cost as it was, and
 #: evaluations since its last measurement
-_steady: dict = {}
-_unmeasured: dict = {}
+_steady: dict[Hashable, int] = {}
+_unmeasured: dict[Hashable, int] = {}
 
 
-def _learned(site) -> float:  # noqa: ANN001
+def _learned(site: Hashable) -> float:
     """``site``'s learned update cost as plans are keyed by it (two digits)."""
     return float(f"{_history.factor(site):.2g}")
 
