@@ -145,7 +145,7 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
     assert any(not isinstance(r.value, rb.ray.ObjectRef) for r in copies)
     tiles = shallow._expr.data
     shallow_keys = {tiles.key(idx) for idx, _, _ in tiles.tiles()}
-    assert all(made[(k, w)].fn is not None for k, w in made if k in shallow_keys)
+    assert all(made[(k, at)].fn is not None for k, at in made if k in shallow_keys)
     assert any(k in shallow_keys for k, _ in made)
     # ~18 records an iteration: without the copies the log keeps all 60 iterations'
     assert max(sizes[30:]) < sizes[0] + 200 < sizes[0] + 18 * 59
@@ -165,6 +165,7 @@ def test_a_log_that_copies_cannot_cut_is_pruned_when_it_doubles(ray_backend, mon
     from spartan.backend import ray_backend as rb
 
     monkeypatch.setattr(rb, "COPY_MAX_BYTES", 0)
+    monkeypatch.setattr(ray_backend, "_copies_asked", [])  # (earlier tests' asks)
     sp.backend.session.use(ray_backend)
     ray_backend._prune_at = 0
     x = sp.asarray(np.arange(12.0))
