@@ -302,7 +302,8 @@ class RayWorker(Worker):
         out: dict[Key, Any] = {}
         for key in keys:
             block = self.store.get(key)
-            if getattr(block, "dtype", np.dtype(object)).hasobject or block.nbytes > limit:
+            dtype = getattr(block, "dtype", None)  # (None: not here, or not an array)
+            if dtype is None or dtype.hasobject or block.nbytes > limit:
                 continue
             limit -= block.nbytes
             out[key] = to_host(block)
