@@ -1,7 +1,7 @@
 """Side-by-side application benchmarks: spartan vs NumPy vs Dask Array (threaded and
 distributed) vs a hand-written two-actor Ray program (the ceiling), in one process run.
 
-    python bench/apps.py --quick                 # every workload, small sizes (< 2 min)
+    python bench/apps.py --quick                 # every workload, small sizes (~3 min)
     python bench/apps.py --only kmeans logreg    # default sizes (inputs of >= 2 GB)
     python bench/apps.py --list
 
@@ -195,9 +195,10 @@ def _ratings(rng: numpy.random.Generator, users: int, items: int, rank: int) -> 
     return ratings, observed.astype(numpy.float64), rng.random((items, rank))
 
 
-#: k-means (n, d, k, iterations): one iteration at 2 GB keeps a run of all systems (warm-up
-#: and 3 repeats) within ~5 minutes on this shared 2-core machine
-KM = {"quick": (200_000, 32, 8, 5), "full": (8_000_000, 32, 16, 1)}
+#: k-means (n, d, k, iterations): the 10 iterations of ../shared/specs/benchmarks.md (at
+#: 2 GB, ~15 of the full run's ~30 minutes on this 2-core machine, most of them NumPy's
+#: and the peers')
+KM = {"quick": (200_000, 32, 8, 10), "full": (8_000_000, 32, 16, 10)}
 LR = {"quick": (400_000, 32), "full": (8_000_000, 32)}
 
 
@@ -877,7 +878,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes for all)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes: ~2.7 minutes for all, under 2 with --skip dask-dist",
+    )
     p.add_argument("--only", nargs="+", choices=names, metavar="WORKLOAD", help=" ".join(names))
     p.add_argument("--skip", nargs="+", default=[], choices=["dask", "dask-dist", "ceiling"])
     p.add_argument("--repeats", type=int, default=5)
