@@ -72,7 +72,8 @@ class Planned:
         before = {site: _learned(site) for site in self.sites}
         for uid, nid in self.node_of.items():
             if nid in self.plan.predicted:
-                self.plan.record_measured(nid, bytes_by_tag.get(uid, 0), _history)
+                self.plan.record_measured(nid, bytes_by_tag.get(uid, 0))
+        self.plan.teach(_history)
         for site, old in before.items():
             _steady[site] = _steady.get(site, 0) + 1 if _learned(site) == old else 0
             _unmeasured[site] = 0

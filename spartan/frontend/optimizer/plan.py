@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from spartan.frontend.optimizer.geometry import induced_tiling
@@ -67,20 +68,29 @@ class Plan:
     def total(self) -> int:
         return sum(self.predicted.values())
 
-    def record_measured(
-        self, node_id: int, nbytes: int, history: UpdateHistory | None = None
-    ) -> None:
-        """Store the bytes the backend moved for ``node_id`` beside the prediction; for a
-        join node with a ``site``, also teach ``history`` its real update bytes (the
-        measured bytes less the predicted reads, which are exact)."""
+    def record_measured(self, node_id: int, nbytes: int) -> None:
+        """Store the bytes the backend moved for ``node_id`` beside the prediction."""
         if node_id not in self.predicted:
             raise KeyError(f"no node {node_id} in this plan")
         self.measured[node_id] = int(nbytes)
-        site = self.program[node_id].params.get("site")
-        if history is not None and site is not None and node_id in self.updates:
-            predicted, estimate = self.updates[node_id]
-            reads = self.predicted[node_id] - predicted
-            history.record(site, estimate, max(0, int(nbytes) - reads))
+
+    def teach(self, history: UpdateHistory) -> None:
+        """Teach ``history`` the real update bytes of each join ``site`` measured here:
+        the measured bytes less the predicted reads (which are exact), summed over the
+        site's nodes. A loop's joins share a site; one whose result the next iteration
+        does not read may move far less (CG's last ``A @ p``: 16 bytes of its 16,000),
+        and as the site's only lesson it set every iteration's prediction to 0."""
+        taught: dict[Hashable, list[int]] = {}
+        for nid, (predicted, estimate) in self.updates.items():
+            site = self.program[nid].params.get("site")
+            if site is None or nid not in self.measured:
+                continue
+            reads = self.predicted[nid] - predicted
+            sums = taught.setdefault(site, [0, 0])
+            sums[0] += estimate
+            sums[1] += max(0, self.measured[nid] - reads)
+        for site, (estimate, measured) in taught.items():
+            history.record(site, estimate, measured)
 
     def explain(self) -> str:
         """A table: node, operator, shape, chosen tiling, predicted (and measured) bytes."""
