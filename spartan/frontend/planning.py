@@ -81,7 +81,7 @@ class Planned:
     @property
     def sites(self) -> set[Hashable]:
         """The call sites of this plan's join_updates (what measuring it teaches)."""
-        return {n.params.get("site") for n in self.plan.program} - {None}
+        return _join_sites(self.plan.program)
 
     def worth_measuring(self) -> bool:
         """Whether to ask the workers for this evaluation's moved bytes: while a join
@@ -116,6 +116,11 @@ MEASURE_EVERY = 16
 #: evaluations since its last measurement
 _steady: dict[Hashable, int] = {}
 _unmeasured: dict[Hashable, int] = {}
+
+
+def _join_sites(program: Program) -> set[Hashable]:
+    """The call sites of ``program``'s join_updates."""
+    return {n.params.get("site") for n in program} - {None}
 
 
 def _learned(site: Hashable) -> float:
@@ -231,7 +236,7 @@ def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) 
     every iteration plans once). The learned update costs of the graph's join sites are
     part of the key, to two significant digits: a loop whose measured bytes wobble a
     little keeps its plan instead of paying the search again."""
-    sites = {n.params.get("site") for n in program} - {None}
+    sites = _join_sites(program)
     key = (
         nworkers,
         budget,
