@@ -29,6 +29,30 @@ from spartan.numpy_api import array_namespace_info as __array_namespace_info__
 from spartan.tiling import Tiling
 
 
+def _numpy_first() -> None:
+    """Every NumPy function of the namespace (and of ``spartan.linalg``) runs NumPy in
+    the driver when its spartan array arguments are all small (spartan.frontend.small)."""
+    from spartan import linalg as _linalg
+    from spartan.frontend.small import local_first
+
+    for space, reference in ((globals(), _np), (vars(_linalg), _np.linalg)):
+        for name, impl in list(space.items()):
+            np_func = getattr(reference, name, None)
+            if (
+                name.startswith("_")
+                or not callable(impl)
+                or isinstance(impl, type)
+                or getattr(impl, "__module__", "").startswith("numpy")
+                or not callable(np_func)
+                or isinstance(np_func, (type, _np.ufunc))  # spartan's ufuncs do it themselves
+            ):
+                continue
+            space[name] = local_first(np_func, impl)
+
+
+_numpy_first()
+
+
 def evaluate(*arrays: Array) -> Array | tuple[Array, ...]:
     """Compute ``arrays`` now (together, sharing common work) and keep the results.
 

@@ -66,6 +66,10 @@ class Config:
     tiles_per_worker: int | None = None
     #: evaluate automatically once this many unevaluated nodes pile up
     max_graph_size: int = 2000
+    #: arrays of fewer bytes, made without a ``tiling=``, are held in the driver and
+    #: computed eagerly with NumPy (:mod:`spartan.frontend.small`); 0 distributes every
+    #: array. See bench/small.py for where distributing starts to pay.
+    local_below_bytes: int = int(os.environ.get("SPARTAN_LOCAL_BELOW_BYTES", 1 << 20))
     #: computed arrays of at most this many bytes get a full copy on every worker
     #: (0: the optimizer tiles them like any other array)
     replicate_below_bytes: int = int(os.environ.get("SPARTAN_REPLICATE_BELOW_BYTES", 1 << 16))

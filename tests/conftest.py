@@ -2,8 +2,9 @@
 
 ``backend`` runs a test on the in-process backend (3 workers) and on Ray (2 workers,
 started once); ``tiling`` runs it under row, column, block and duplicated tilings.
-Tiles are tiny (``tiles_per_worker=2``) and small arrays are cut like big ones
-(``replicate_below_bytes=0``; ``SPARTAN_TEST_REPLICATE_BELOW=65536`` runs the suite with
+Tiles are tiny (``tiles_per_worker=2``), small arrays are distributed
+(``local_below_bytes=0``: tests of arrays held in the driver set it back) and cut like
+big ones (``replicate_below_bytes=0``; ``SPARTAN_TEST_REPLICATE_BELOW=65536`` runs the suite with
 the default replication instead) so partitioning is really exercised.
 """
 
@@ -109,11 +110,13 @@ def local_backend():
 @pytest.fixture(autouse=True)
 def _small_tiles():
     """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
-    old = spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes
-    spartan.config.tiles_per_worker = 2
-    spartan.config.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
+    cfg = spartan.config
+    old = cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.local_below_bytes
+    cfg.tiles_per_worker = 2
+    cfg.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
+    cfg.local_below_bytes = 0
     yield
-    spartan.config.tiles_per_worker, spartan.config.replicate_below_bytes = old
+    cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.local_below_bytes = old
 
 
 @pytest.fixture(params=["local", "ray"])

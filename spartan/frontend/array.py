@@ -14,25 +14,42 @@ array([ 6, 10, 14])
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
 import numpy as np
 
+from spartan.config import config
+from spartan.frontend.aliasing import Buffer
 from spartan.frontend.expr import Expr
 from spartan.tiling import Tiling
 
 
 class Array:
-    """A distributed n-dimensional array (lazy). Alias: ``spartan.ndarray``."""
+    """A distributed n-dimensional array (lazy). Alias: ``spartan.ndarray``.
 
-    __slots__ = ("_expr", "__weakref__")
+    A handle is one of two kinds. A *small* array (at most
+    ``spartan.config.local_below_bytes``, made without a ``tiling=``) holds a NumPy array
+    in the driver and computes eagerly with NumPy, at NumPy's speed and with NumPy's
+    views; it enters a distributed expression as a constant (a copy of its values when
+    the expression is built). Any other array is lazy: it shares a
+    :class:`~spartan.frontend.aliasing.Buffer` with its views (NumPy's ``base``), seen
+    through a path of view links.
+    """
+
+    __slots__ = ("_buf", "_path", "_derived", "_np", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, expr: Expr) -> None:
         if not isinstance(expr, Expr):
             raise TypeError("use spartan.array(...) to make an Array from data")
-        self._expr = expr
+        self._path: tuple = ()
+        self._derived: tuple | None = None
+        self._np = _small_values(expr)
+        self._buf = None if self._np is not None else Buffer(expr)
+        if self._np is not None:
+            return
         from spartan.config import config
 
         if expr.pending > config.max_graph_size:
@@ -44,30 +61,77 @@ class Array:
             if expr.pending > config.max_graph_size:
                 self.evaluate()
 
+    @classmethod
+    def _local(cls, values: np.ndarray) -> Array:
+        """A small array holding ``values`` (not copied: NumPy views stay views)."""
+        out = cls.__new__(cls)
+        out._np, out._buf, out._path, out._derived = values, None, (), None
+        return out
+
+    def _linked(self, link: Any) -> Array:
+        """A view of this array through ``link``: it shares this array's buffer."""
+        from spartan.frontend.aliasing import extend
+
+        if self._np is not None:  # a small array: a snapshot, like any other operand
+            return Array(link.apply(self._expr))
+        out = Array.__new__(Array)
+        out._np, out._buf, out._derived = None, self._buf, None
+        out._path = extend(self._path, link)
+        return out
+
+    @property
+    def _expr(self) -> Expr:
+        """This array's expression: a view derived from its buffer's current contents,
+        or, for a small array, a constant holding a copy of its values."""
+        if self._np is not None:
+            from spartan.frontend.source import FromNumpy
+
+            return FromNumpy(self._np.copy())
+        if not self._path:
+            return self._buf.expr
+        derived = self._derived
+        if derived is not None and derived[0] is self._buf.expr:
+            return derived[1]
+        from spartan.frontend.aliasing import derive
+
+        expr = derive(self._buf, self._path)
+        self._derived = (self._buf.expr, expr)
+        return expr
+
+    @_expr.setter
+    def _expr(self, expr: Expr) -> None:
+        """Overwrite every element (through a view: in its base) with ``expr``'s."""
+        self[...] = Array(expr)
+
     # ---- metadata (no computation) -----------------------------------------------------
     @property
+    def _meta(self) -> Any:
+        """What knows this array's shape and dtype without computing it."""
+        return self._np if self._np is not None else self._expr
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return self._expr.shape
+        return self._meta.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._expr.dtype
+        return self._meta.dtype
 
     @property
     def ndim(self) -> int:
-        return len(self._expr.shape)
+        return len(self._meta.shape)
 
     @property
     def size(self) -> int:
-        return self._expr.size
+        return math.prod(self._meta.shape)
 
     @property
     def itemsize(self) -> int:
-        return self._expr.dtype.itemsize
+        return self._meta.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._expr.nbytes
+        return self.size * self._meta.dtype.itemsize
 
     @property
     def T(self) -> Array:
@@ -79,7 +143,10 @@ class Array:
 
     @property
     def tiling(self) -> Tiling | None:
-        """The tiling of an evaluated array (None while it is pending)."""
+        """The tiling of an evaluated array (None while it is pending, or for a small
+        array held in the driver)."""
+        if self._np is not None:
+            return None
         e = self._expr
         if e.is_view:
             return e.induced_tiling(e.base.data.tiling) if e.base.data is not None else None
@@ -95,13 +162,16 @@ class Array:
 
     # ---- forcing ---------------------------------------------------------------------------
     def evaluate(self) -> Array:
-        from spartan.frontend.evaluate import evaluate
+        if self._np is None:
+            from spartan.frontend.evaluate import evaluate
 
-        evaluate(self._expr)
+            evaluate(self._expr)
         return self
 
     def to_numpy(self) -> np.ndarray:
-        """The whole array as a NumPy array on the driver."""
+        """The whole array as a NumPy array on the driver (a copy)."""
+        if self._np is not None:
+            return self._np.copy()
         from spartan.frontend.evaluate import to_numpy
 
         return to_numpy(self._expr)
@@ -113,6 +183,8 @@ class Array:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def item(self, *args: Any) -> Any:
+        if self._np is not None:
+            return self._np.item(*args)
         if args:
             return self[args if len(args) > 1 else args[0]].item()
         if self.size != 1:
@@ -120,9 +192,11 @@ class Array:
         return self.to_numpy().item()
 
     def tolist(self) -> Any:
-        return self.to_numpy().tolist()
+        return self._np.tolist() if self._np is not None else self.to_numpy().tolist()
 
     def __bool__(self) -> bool:
+        if self._np is not None:
+            return bool(self._np)
         if self.size != 1:
             raise ValueError(
                 "The truth value of an array with more than one element is ambiguous. "
@@ -144,9 +218,35 @@ class Array:
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return operator.index(self._scalar("index"))
 
+    def __round__(self, ndigits: int | None = None) -> Any:
+        """``round(x)`` of a 0-d array: a Python int (``ndigits`` None) or a 0-d array."""
+        if ndigits is None:
+            return round(self._scalar("round"))
+        return _ns().round(self, ndigits)
+
+    def __format__(self, spec: str) -> str:
+        """``f"{x:.2f}"``: a 0-d array formats as its scalar (NumPy's rule); other
+        arrays only with an empty spec."""
+        if self.ndim == 0:
+            return format(self.to_numpy()[()], spec)
+        if spec:
+            raise TypeError(f"unsupported format string passed to {type(self).__name__}.__format__")
+        return str(self)
+
+    def __hash__(self) -> int:
+        """Arrays are mutable, so only a 0-d one hashes: as its scalar, like a NumPy scalar
+        a NumPy reduction returns (``{x.sum(): ...}``)."""
+        if self.ndim != 0:
+            raise TypeError(f"unhashable type: '{type(self).__name__}'")
+        return hash(self.to_numpy()[()])
+
     def _scalar(self, kind: str) -> Any:
         if self.ndim != 0:
+            if self.size == 1 and kind != "index":
+                raise TypeError("only length-1 arrays can be converted to Python scalars")
             raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        if self._np is not None:
+            return self._np.item()
         return self.to_numpy().reshape(()).item()
 
     def __len__(self) -> int:
@@ -177,6 +277,9 @@ class Array:
 
     # ---- NumPy protocols ---------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = small.call(getattr(ufunc, method), inputs, kwargs)
+        if out is not small.NO:
+            return out
         from spartan.frontend import ufuncs
 
         return ufuncs.dispatch(ufunc, method, inputs, kwargs)
@@ -185,6 +288,9 @@ class Array:
         impl = _ns().numpy_function(func)
         if impl is None:
             return NotImplemented
+        out = small.call(func, args, kwargs)
+        if out is not small.NO:
+            return out
         return impl(*args, **kwargs)
 
     def __array_namespace__(self, api_version: str | None = None) -> Any:
@@ -194,33 +300,56 @@ class Array:
 
     # ---- methods ---------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Array:
+        if self._np is not None:
+            out = small.getitem(self._np, key)
+            if out is not small.NO:
+                return out
         from spartan.frontend import indexing
 
         return indexing.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from spartan.frontend import indexing
+        if self._np is not None:
+            small.setitem(self._np, key, value)
+            return
+        from spartan.frontend import aliasing
 
-        self._expr = indexing.setitem(self, key, value)._expr
+        aliasing.write(self, key, value)
 
     def copy(self) -> Array:
+        if self._np is not None:
+            return Array._local(self._np.copy())
         return _ns().copy(self)
 
     def astype(self, dtype: Any, copy: bool = True) -> Array:
+        if self._np is not None:
+            out = self._np.astype(dtype, copy=copy)
+            return self if out is self._np else Array._local(out)
         return _ns().astype(self, dtype)
 
     def reshape(self, *shape: Any, order: str = "C") -> Array:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        if self._np is not None:
+            return small.wrap(self._np.reshape(shape, order=order))
         return _ns().reshape(self, shape, order=order)
 
     def transpose(self, *axes: Any) -> Array:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
+        if self._np is not None:
+            return Array._local(self._np.transpose(*axes))
         return _ns().transpose(self, axes or None)
 
     def retile(self, tiling: Any) -> Array:
         return _ns().retile(self, tiling)
+
+
+def _small_values(expr: Expr) -> np.ndarray | None:
+    """The values of a small new array made in the driver, or None to keep it lazy."""
+    if expr.tiling_hint is not None or expr.nbytes >= config.local_below_bytes:
+        return None
+    return expr.small_values()
 
 
 def _ns():  # the namespace is built after this class (it imports it)
@@ -247,10 +376,11 @@ for _name in (
 
 
 def _in_place(name: str):
-    """NumPy's in-place methods (``x.sort()``): rebind this handle, return None."""
+    """NumPy's in-place methods (``x.sort()``): the array (through a view: its base)
+    gets the result; returns None."""
 
     def method(self: Array, *args: Any, **kwargs: Any) -> None:
-        self._expr = getattr(_ns(), name)(self, *args, **kwargs)._expr
+        self[...] = getattr(_ns(), name)(self, *args, **kwargs)
 
     method.__name__ = name
     method.__doc__ = f"In place, like ``numpy.ndarray.{name}`` (see :func:`spartan.{name}`)."
@@ -262,22 +392,62 @@ Array.partition = _in_place("partition")
 
 
 def _fill(self: Array, value: Any) -> None:
-    """Set every element to ``value`` (rebinds this handle, like ``ndarray.fill``)."""
-    self._expr = _ns().full_like(self, value)._expr
+    """Set every element to ``value`` (like ``ndarray.fill``)."""
+    self[...] = value
 
 
 Array.fill = _fill
 
 
 def _binary(op: str, reflected: bool = False):
+    uf = getattr(np, op)
+
     def method(self: Array, other: Any) -> Any:
+        if self._np is not None:
+            b = small.operand(other)
+            if b is not small.NO:
+                return small.wrap(uf(b, self._np) if reflected else uf(self._np, b))
         from spartan.frontend import ufuncs
 
-        uf = getattr(np, op)
         try:
             return ufuncs.apply(uf, (other, self) if reflected else (self, other))
         except ufuncs.Unsupported:
             return NotImplemented
+
+    return method
+
+
+def _inplace(op: str):
+    """``x += y``: NumPy's in-place operator writes into ``x`` (and so into the base a
+    view shares), with ``same_kind`` casting."""
+    uf = getattr(np, op)
+
+    def method(self: Array, other: Any) -> Any:
+        if self._np is not None:
+            b = small.operand(other)
+            if b is not small.NO:
+                uf(self._np, b, out=self._np)
+                return self
+        from spartan.frontend import ufuncs
+
+        try:
+            result = ufuncs.apply(uf, (self, other))
+        except ufuncs.Unsupported:
+            return NotImplemented
+        if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
+            # NumPy's own error (numpy._core._exceptions._UFuncOutputCastingError)
+            uf(
+                np.zeros((), self.dtype),
+                np.zeros((), small.dtype_of(other)),
+                out=np.zeros((), self.dtype),
+            )
+        if result.shape != self.shape:
+            raise ValueError(
+                f"non-broadcastable output operand with shape {self.shape} doesn't match "
+                f"the broadcast shape {result.shape}"
+            )
+        self[...] = result
+        return self
 
     return method
 
@@ -299,7 +469,7 @@ for _dunder, _uf in {
 }.items():
     setattr(Array, f"__{_dunder}__", _binary(_uf))
     setattr(Array, f"__r{_dunder}__", _binary(_uf, reflected=True))
-    setattr(Array, f"__i{_dunder}__", _binary(_uf))  # functional: rebinds the name
+    setattr(Array, f"__i{_dunder}__", _inplace(_uf))
 for _dunder, _uf in {
     "lt": "less",
     "le": "less_equal",
@@ -309,12 +479,15 @@ for _dunder, _uf in {
     "ne": "not_equal",
 }.items():
     setattr(Array, f"__{_dunder}__", _binary(_uf))
-Array.__hash__ = None  # type: ignore[assignment]
 
 
 def _unary(op: str):
+    uf = getattr(np, op)
+
     def method(self: Array) -> Array:
-        return getattr(np, op)(self)
+        if self._np is not None:
+            return small.wrap(uf(self._np))
+        return uf(self)
 
     return method
 
@@ -327,3 +500,5 @@ Array.__divmod__ = lambda self, other: np.divmod(self, other)
 Array.__rdivmod__ = lambda self, other: np.divmod(other, self)
 
 ndarray = Array
+
+from spartan.frontend import small  # noqa: E402  (it wraps results in Array)

@@ -79,6 +79,13 @@ class Expr:
     def label(self) -> str:
         return type(self).__name__.lower()
 
+    def small_values(self) -> np.ndarray | None:
+        """This node's values made in the driver, where that needs no computation
+        (a new array, data from the driver); None for a node that must be evaluated.
+        A small array (``config.local_below_bytes``) made from such a node is held in
+        the driver instead of lazily."""
+        return None
+
     def lower(self, ctx: Lowering) -> None:
         """Submit the tasks that compute this node's tiles; set ``self.data``."""
         raise TypeError(f"{type(self).__name__} cannot be lowered")

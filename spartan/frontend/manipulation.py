@@ -12,14 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend.aliasing import Reshaped, Strided, layout, nocopy_strides
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, with_tiling
 from spartan.frontend.lowering import identity
 from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes
 from spartan.frontend.reshape import Concatenate, Reshape
-from spartan.frontend.view import transpose as transpose_view
-from spartan.frontend.view import view
 from spartan.frontend.viewmap import Axis, ViewMap
 
 
@@ -57,7 +56,12 @@ def reshape(a: Any, shape: Any, order: str = "C", newshape: Any = None) -> Array
         src = iter([i for i, n in enumerate(x.shape) if n != 1])
         axes = [Axis(None) if n == 1 else Axis(next(src), 0, 1, n) for n in shape]
         fixed = tuple((i, 0) for i, n in enumerate(x.shape) if n == 1)
-        return Array(view(x._expr, ViewMap(x.ndim, tuple(axes), fixed)))
+        return x._linked(Strided(ViewMap(x.ndim, tuple(axes), fixed)))
+    if x._np is None:
+        # NumPy views where the elements can be re-cut without moving them
+        _, strides = layout(x._buf.expr.shape, x._path)
+        if nocopy_strides(x.shape, strides, shape) is not None:
+            return x._linked(Reshaped(shape))
     return Array(Reshape(x._expr, shape))
 
 
@@ -78,7 +82,7 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Array:
     axes = tuple(normalize_axes(i, x.ndim)[0] for i in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError("repeated axis in transpose")
-    return Array(transpose_view(x._expr, axes))
+    return x._linked(Strided(ViewMap.transpose(x.shape, axes)))
 
 
 def matrix_transpose(a: Any) -> Array:

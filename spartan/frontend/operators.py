@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend.aliasing import Strided
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, newarray
 from spartan.frontend.fold import Fold
@@ -26,7 +27,6 @@ from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes, ufunc_reduce
 from spartan.frontend.scan import Scan
 from spartan.frontend.ufuncs import as_operand, probe, result_shape
-from spartan.frontend.view import view
 from spartan.frontend.viewmap import ViewMap
 
 __all__ = ["map", "fold", "scan", "filter", "join_update", "newarray", "slice", "swapaxes"]
@@ -140,7 +140,7 @@ def join_update(
 def slice(x: Any, region: Any) -> Array:  # noqa: A001
     """A view of ``x`` (any basic index: slices, ints, None, Ellipsis)."""
     x = asarray(x)
-    return Array(view(x._expr, ViewMap.from_index(x.shape, region)))
+    return x._linked(Strided(ViewMap.from_index(x.shape, region)))
 
 
 def swapaxes(x: Any, axis1: int, axis2: int) -> Array:

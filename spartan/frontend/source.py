@@ -49,6 +49,9 @@ class NewArray(Expr):
     def label(self) -> str:
         return self.name
 
+    def small_values(self) -> np.ndarray:
+        return _Init(self.init, tuple((0, n) for n in self.shape), self.dtype)()
+
     def lower(self, ctx: Lowering) -> None:
         tiles = ctx.new_tiles(self)
         for idx, box, w in tiles.placements():
@@ -66,6 +69,9 @@ class FromNumpy(Expr):
     @property
     def label(self) -> str:
         return "array"
+
+    def small_values(self) -> np.ndarray | None:
+        return self.array  # (None once sent to the workers)
 
     def lower(self, ctx: Lowering) -> None:
         tiles = ctx.new_tiles(self)

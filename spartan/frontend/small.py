@@ -1,0 +1,151 @@
+"""Small arrays are computed in the driver with NumPy, at NumPy's speed.
+
+An array below ``spartan.config.local_below_bytes`` made without a ``tiling=`` holds its
+values in the driver (:meth:`Array._local`). NumPy functions, ufuncs, operators and
+indexing whose spartan array arguments are all small run NumPy directly on them: no
+expression, no plan, no worker, no Ray. NumPy's views come with it (a slice of a small
+array is a NumPy view of it). A result that is not small any more is handed to the
+workers as a distributed array; a small array meeting a distributed one enters that
+expression as a constant holding a copy of its values.
+
+>>> import spartan as sp
+>>> x = sp.zeros((20, 20))
+>>> x[3, 4] = 1
+>>> float(x.sum()), x.tiling is None
+(1.0, True)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from spartan.config import config
+from spartan.frontend.array import Array
+
+#: "this call is not one for the driver": the caller takes the distributed path
+NO = object()
+
+_SCALARS = (int, float, complex, bool, np.generic)
+
+
+def operand(x: Any) -> Any:
+    """``x`` as NumPy takes it, if it is small enough for the driver; else :data:`NO`."""
+    if isinstance(x, Array):
+        return NO if x._np is None else x._np
+    if isinstance(x, _SCALARS):
+        return x
+    if isinstance(x, np.ndarray):
+        return x if x.nbytes < config.local_below_bytes else NO
+    return NO
+
+
+def dtype_of(x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, (Array, np.ndarray, np.generic)) else np.asarray(x).dtype
+
+
+def wrap(out: Any, inputs: tuple[Array, ...] = ()) -> Any:
+    """A NumPy result as spartan returns it: arrays and NumPy scalars become arrays
+    (small ones stay in the driver, others go to the workers), an input handed back
+    (``asarray``, ``out=``) is that input's handle, containers are wrapped item by item."""
+    if isinstance(out, np.ndarray):
+        for a in inputs:
+            if a._np is out:
+                return a
+        if out.nbytes < config.local_below_bytes:
+            return Array._local(out)
+        from spartan.frontend.source import FromNumpy
+
+        # it grew past the threshold: its own copy goes to the workers (a view would
+        # change with the small array it views until the copy is sent)
+        return Array(FromNumpy(out if out.flags.owndata else out.copy()))
+    if isinstance(out, np.generic):
+        return Array._local(np.asarray(out))
+    if isinstance(out, tuple):
+        items = [wrap(o, inputs) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
+    if isinstance(out, list):
+        return [wrap(o, inputs) for o in out]
+    return out
+
+
+def _unwrap(x: Any, found: list[Array]) -> Any:
+    """``x`` with small spartan arrays replaced by their values (one level into lists
+    and tuples); raises :class:`_Distributed` at a distributed one."""
+    if isinstance(x, Array):
+        if x._np is None:
+            raise _Distributed
+        found.append(x)
+        return x._np
+    if isinstance(x, (list, tuple)) and any(isinstance(i, Array) for i in x):
+        return type(x)(_unwrap(i, found) for i in x)
+    return x
+
+
+class _Distributed(Exception):
+    """A distributed array among the arguments: not a call for the driver."""
+
+
+def call(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """``func(*args, **kwargs)`` with NumPy in the driver when every spartan array
+    among the arguments is small (and there is at least one); else :data:`NO`."""
+    found: list[Array] = []
+    try:
+        args = [_unwrap(a, found) for a in args]
+        kwargs = {k: _unwrap(v, found) for k, v in kwargs.items()}
+    except _Distributed:
+        return NO
+    if not found:
+        return NO
+    return wrap(func(*args, **kwargs), tuple(found))
+
+
+def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl`` (the distributed version of ``np_func``) that runs ``np_func`` in the
+    driver when its spartan array arguments are all small. Spartan's own keywords
+    (``tiling=``) and arguments NumPy rejects (TypeError) go to ``impl``."""
+
+    @functools.wraps(impl)
+    def function(*args: Any, **kwargs: Any) -> Any:
+        if "tiling" not in kwargs:
+            try:
+                out = call(np_func, args, kwargs)
+            except TypeError:
+                out = NO
+            if out is not NO:
+                return out
+        return impl(*args, **kwargs)
+
+    function.__wrapped__ = impl
+    return function
+
+
+def _key(key: Any) -> Any:
+    """An index with its spartan arrays as NumPy arrays (a distributed index array is
+    fetched: it selects from a small array, so it is small too)."""
+    if isinstance(key, Array):
+        return key._np if key._np is not None else key.to_numpy()
+    if isinstance(key, tuple):
+        return tuple(_key(k) for k in key)
+    if isinstance(key, list) and any(isinstance(k, Array) for k in key):
+        return [_key(k) for k in key]
+    return key
+
+
+def getitem(values: np.ndarray, key: Any) -> Any:
+    """``values[key]``: a NumPy view for a basic index, a copy otherwise."""
+    out = values[_key(key)]
+    return Array._local(out) if isinstance(out, np.ndarray) else Array._local(np.asarray(out))
+
+
+def setitem(values: np.ndarray, key: Any, value: Any) -> None:
+    """``values[key] = value`` in place (a distributed value is fetched first)."""
+    if isinstance(value, Array):
+        value = value._np if value._np is not None else value.to_numpy()
+    values[_key(key)] = value
+
+
+__all__ = ["NO", "call", "wrap", "operand", "local_first", "getitem", "setitem"]
