@@ -191,6 +191,8 @@ def place(base: Array, vm: ViewMap, value: Any) -> Array:
         ) from None
     # the value over the selected base elements, in base axis order: new unit axes go,
     # integer-indexed axes are dropped, transposed axes return to the base's order
+    if math.prod(target) == 0:
+        return base  # nothing selected: nothing to write
     kept = [a for a in vm.axes if a.base is not None]
     v = broadcast_to(v.astype(base.dtype), target).reshape(tuple(a.count for a in kept))
     order = sorted(range(len(kept)), key=lambda i: kept[i].base)

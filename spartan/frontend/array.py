@@ -74,6 +74,11 @@ class Array:
 
         if self._np is not None:  # a small array: a snapshot, like any other operand
             return Array(link.apply(self._expr))
+        shape = link.vm.shape if hasattr(link, "vm") else link.shape
+        if math.prod(shape) == 0:  # nothing to share (NumPy: shares no memory)
+            from spartan.frontend.source import FromNumpy
+
+            return Array(FromNumpy(np.empty(shape, self.dtype)))
         out = Array.__new__(Array)
         out._np, out._buf, out._derived = None, self._buf, None
         out._path = extend(self._path, link)

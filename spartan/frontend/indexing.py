@@ -29,9 +29,18 @@ def _bool_mask(key: Any) -> Array | None:
     return None
 
 
+def _scalar_index(key: Any, ndim: int) -> bool:
+    """An integer for every axis and nothing else: NumPy returns a scalar (a copy)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return len(parts) == ndim and all(isinstance(p, (int, np.integer)) for p in parts)
+
+
 def getitem(x: Array, key: Any) -> Array:
     if is_basic(key):
-        return x._linked(Strided(ViewMap.from_index(x.shape, key)))
+        link = Strided(ViewMap.from_index(x.shape, key))
+        if _scalar_index(key, x.ndim):
+            return Array(link.apply(x._expr))  # NumPy's scalar: a copy, not a view
+        return x._linked(link)
     mask = _bool_mask(key)
     if mask is not None:
         return compress_mask(x, mask)

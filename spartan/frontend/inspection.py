@@ -1,17 +1,20 @@
 """Printing and inspection functions of NumPy's namespace for spartan arrays:
 ``array_repr``/``array_str``/``array2string`` fetch only the printed corners,
 ``asarray_chkfinite`` forces one boolean reduction, memory-sharing questions are
-answered from the expression graph.
+answered from the views' layouts over their shared base.
 
 >>> sp.array2string(x, precision=2)          # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
+from spartan.frontend.aliasing import layout
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 
@@ -76,16 +79,47 @@ def isfortran(a: Any) -> bool:
     return False
 
 
-def _base(x: Array) -> Any:
-    e = x._expr
-    return e.base if e.is_view else e
+def _stand_in(x: Array, whole: np.ndarray) -> np.ndarray:
+    """A NumPy array with ``x``'s offset, shape and strides over ``whole``, a byte per
+    element of its buffer whose memory is never read: NumPy's overlap tests need only
+    the layouts."""
+    offset, strides = layout(x._buf.expr.shape, x._path)
+    return as_strided(whole[offset:], shape=x.shape, strides=strides, writeable=False)
+
+
+def _overlap(test: Any, a: Any, b: Any, max_work: Any) -> bool:
+    if not isinstance(a, Array) and not isinstance(b, Array):
+        return bool(test(a, b, max_work=max_work))
+    if not isinstance(a, Array) or not isinstance(b, Array):  # a NumPy array or data
+        x, other = (a, b) if isinstance(a, Array) else (b, a)
+        return x._np is not None and isinstance(other, np.ndarray) and test(x._np, other)
+    if a._np is not None or b._np is not None:
+        return (
+            a._np is not None and b._np is not None and bool(test(a._np, b._np, max_work=max_work))
+        )
+    if a._buf is not b._buf:
+        return False
+    size = max(math.prod(a._buf.expr.shape), 1)
+    whole = as_strided(np.zeros(1, np.int8), shape=(size,), strides=(1,), writeable=False)
+    return bool(test(_stand_in(a, whole), _stand_in(b, whole), max_work=max_work))
+
+
+def shares_memory(a: Any, b: Any, max_work: Any = None) -> bool:
+    """Whether ``a`` and ``b`` have an element in common (NumPy's answer: views of one
+    base that overlap; a copy shares nothing).
+
+    >>> y = sp.zeros((4, 4), tiling="row")
+    >>> sp.shares_memory(y, y[1]), sp.shares_memory(y[0], y[1]), sp.shares_memory(y, y.copy())
+    (True, False, False)
+    """
+    return _overlap(np.shares_memory, a, b, max_work)
 
 
 def may_share_memory(a: Any, b: Any, max_work: Any = None) -> bool:
-    """Whether two arrays are views of the same node of the expression graph."""
-    if not isinstance(a, Array) or not isinstance(b, Array):
-        return False
-    return _base(a) is _base(b)
+    """Whether ``a`` and ``b`` might share an element (bounds only, as NumPy checks).
 
-
-shares_memory = may_share_memory
+    >>> y = sp.zeros((4, 4), tiling="row")
+    >>> sp.may_share_memory(y[:, 0], y[:, 1]), sp.may_share_memory(y, y.T)
+    (True, True)
+    """
+    return _overlap(np.may_share_memory, a, b, max_work)

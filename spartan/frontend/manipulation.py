@@ -66,7 +66,16 @@ def reshape(a: Any, shape: Any, order: str = "C", newshape: Any = None) -> Array
 
 
 def ravel(a: Any, order: str = "C") -> Array:
-    return reshape(a, (-1,), order=order)
+    """The elements in one axis: a view where they are C-contiguous in their base (as
+    NumPy's ``ravel``), a copy otherwise (``reshape(-1)`` views in more cases)."""
+    x = asarray(a)
+    flat = reshape(x, (-1,), order=order)
+    if x._np is None and order in ("C", "A") and flat._buf is x._buf:
+        _, strides = layout(x._buf.expr.shape, x._path)
+        real = [(n, s) for n, s in zip(x.shape, strides) if n != 1]
+        if any(s != math.prod(n for n, _ in real[i + 1 :]) for i, (_, s) in enumerate(real)):
+            return copy(flat)
+    return flat
 
 
 def flatten(a: Any, order: str = "C") -> Array:

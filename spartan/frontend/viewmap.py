@@ -118,7 +118,7 @@ class ViewMap:
                 continue
             inner = self.axes[a.base]
             if inner.base is None:
-                axes.append(Axis(None))  # a unit axis sliced by a unit range
+                axes.append(Axis(None, count=a.count))  # a unit axis sliced (maybe empty)
             else:
                 axes.append(
                     Axis(
