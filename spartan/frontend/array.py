@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend import session
 from spartan.config import config
 from spartan.frontend.aliasing import Buffer
 from spartan.frontend.expr import Expr
@@ -50,7 +51,8 @@ class Array:
         self._buf = None if self._np is not None else Buffer(expr)
         if self._np is not None:
             return
-        from spartan.config import config
+        # the workers will be needed: start them now, while the driver goes on
+        session.start_in_background()
 
         if expr.pending > config.max_graph_size:
             # ``pending`` sums over inputs, so shared sub-expressions are counted once per
@@ -306,9 +308,7 @@ class Array:
     # ---- methods ---------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Array:
         if self._np is not None:
-            out = small.getitem(self._np, key)
-            if out is not small.NO:
-                return out
+            return small.getitem(self._np, key)
         from spartan.frontend import indexing
 
         return indexing.getitem(self, key)
@@ -364,7 +364,13 @@ def _ns():  # the namespace is built after this class (it imports it)
 
 
 def _method(name: str):
+    direct = hasattr(np.ndarray, name)  # else NumPy has only the function
+
     def method(self, *args: Any, **kwargs: Any) -> Any:
+        if direct and self._np is not None:
+            out = small.call_method(self._np, name, args, kwargs)
+            if out is not small.NO:
+                return out
         return getattr(_ns(), name)(self, *args, **kwargs)
 
     method.__name__ = name
