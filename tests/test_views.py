@@ -213,3 +213,18 @@ def test_in_place_casting_error_matches_numpy(make):
     x = make(numpy.zeros(4, dtype=numpy.int64))
     with pytest.raises(numpy._core._exceptions._UFuncOutputCastingError):
         x += 1.5
+
+
+def test_read_only_results_refuse_writes(make):
+    x = make(numpy.arange(9.0).reshape(3, 3))
+    for result in (x.diagonal(), sp.broadcast_to(x[0], (2, 3))):
+        with pytest.raises(ValueError, match="read-only"):
+            result[0] = 1
+    assert float(x.sum()) == 36
+
+
+def test_real_part_of_a_real_array_is_the_array(make):
+    x = make(numpy.zeros(4))
+    r = x.real
+    r[1] = 2
+    assert float(x[1]) == 2

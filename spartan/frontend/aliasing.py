@@ -36,10 +36,25 @@ if TYPE_CHECKING:
 class Buffer:
     """The memory a base array and its views share: the base's current contents."""
 
-    __slots__ = ("expr", "__weakref__")
+    __slots__ = ("expr", "readonly", "__weakref__")
 
     def __init__(self, expr: Expr) -> None:
         self.expr = expr
+        #: why a write must fail (NumPy's read-only results), or None
+        self.readonly: str | None = None
+
+
+READ_ONLY = "assignment destination is read-only"
+
+
+def read_only(x: Array, why: str = READ_ONLY) -> Array:
+    """``x`` made read-only, as NumPy returns some results (``broadcast_to``,
+    ``diagonal``): a write raises ValueError(``why``) instead of going nowhere."""
+    if x._np is None:
+        x._buf.readonly = why
+    else:
+        x._np.flags.writeable = False
+    return x
 
 
 @dataclass(frozen=True)
@@ -243,8 +258,20 @@ def write(x: Array, key: Any, value: Any) -> None:
     """``x[key] = value`` for a distributed array: the shared buffer gets the update."""
     from spartan.frontend.array import Array
 
+    if x._buf.readonly:
+        raise ValueError(x._buf.readonly)
     base = Array(x._buf.expr)
     x._buf.expr = written(base, x._path, key, value)._expr
 
 
-__all__ = ["Buffer", "Strided", "Reshaped", "extend", "derive", "layout", "place", "write"]
+__all__ = [
+    "Buffer",
+    "Strided",
+    "Reshaped",
+    "extend",
+    "derive",
+    "layout",
+    "place",
+    "read_only",
+    "write",
+]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend.aliasing import READ_ONLY, read_only
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.ufuncs import _store, elementwise
@@ -57,12 +58,29 @@ def nan_to_num(
     return elementwise(fn, asarray(x), name="nan_to_num")
 
 
+#: NumPy's real/imag of a complex array are views; a distributed one's are copies
+_PART_COPY = (
+    "assignment destination is read-only: the real/imag part of a distributed complex "
+    "array is a copy in spartan, not a view; build the new array instead "
+    "(x = new_real + 1j * x.imag)"
+)
+
+
 def real(val: Any) -> Array:
-    return elementwise(np.real, asarray(val), name="real")
+    """The real part: the array itself for a real array (NumPy's view), a read-only
+    copy for a distributed complex one (small arrays: NumPy's view)."""
+    x = asarray(val)
+    if x.dtype.kind != "c":
+        return x
+    return read_only(elementwise(np.real, x, name="real"), _PART_COPY)
 
 
 def imag(val: Any) -> Array:
-    return elementwise(np.imag, asarray(val), name="imag")
+    """The imaginary part (read-only: zeros for a real array, as NumPy's)."""
+    x = asarray(val)
+    return read_only(
+        elementwise(np.imag, x, name="imag"), _PART_COPY if x.dtype.kind == "c" else READ_ONLY
+    )
 
 
 def angle(z: Any, deg: bool = False) -> Array:

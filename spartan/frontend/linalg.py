@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.device import array_module
+from spartan.frontend.aliasing import read_only
 from spartan.frontend.array import Array
 from spartan.frontend.join_update import JoinUpdate
 
@@ -198,7 +199,8 @@ class _DiagonalRun:
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
-    """The diagonal over ``axis1``/``axis2``, appended as the last axis (a copy).
+    """The diagonal over ``axis1``/``axis2``, appended as the last axis (a read-only
+    copy; NumPy's is a read-only view).
 
     Communication: none beyond reading the rows each group holds (groups follow the
     tiles along ``axis1``).
@@ -218,7 +220,7 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     offset = int(offset)
     length = max(0, min(n - max(-offset, 0), m - max(offset, 0)))
     shape = y.shape[:-2] + (length,)
-    return Array(
+    out = Array(
         JoinUpdate(
             _DiagonalRun(offset, length),
             None,
@@ -229,6 +231,7 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
             name="diagonal",
         )
     )
+    return read_only(out)  # NumPy's diagonal is a read-only view
 
 
 def trace(

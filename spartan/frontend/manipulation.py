@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from spartan.frontend.aliasing import Reshaped, Strided, layout, nocopy_strides
+from spartan.frontend.aliasing import Reshaped, Strided, layout, nocopy_strides, read_only
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, with_tiling
 from spartan.frontend.lowering import identity
@@ -157,9 +157,10 @@ def broadcast_to(a: Any, shape: Any) -> Array:
             f"operands could not be broadcast together with remapped shapes "
             f"[original->remapped]: {x.shape} and requested shape {shape}"
         )
+    # NumPy's result is a read-only view: writing to it raises
     if shape == x.shape:
-        return x
-    return Array(Map(identity, [x._expr], shape, x.dtype, name="broadcast_to"))
+        return read_only(Array(x._expr))
+    return read_only(Array(Map(identity, [x._expr], shape, x.dtype, name="broadcast_to")))
 
 
 def broadcast_arrays(*args: Any) -> list[Array]:
