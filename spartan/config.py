@@ -66,10 +66,15 @@ class Config:
     tiles_per_worker: int | None = None
     #: evaluate automatically once this many unevaluated nodes pile up
     max_graph_size: int = 2000
+    #: evaluate automatically once a path of this many unevaluated nodes forms
+    #: (:func:`spartan.frontend.evaluate.too_deep`; TODO: why this value)
+    max_graph_depth: int = 1000
     #: arrays of fewer bytes, made without a ``tiling=``, are held in the driver and
     #: computed eagerly with NumPy (:mod:`spartan.frontend.small`); 0 distributes every
-    #: array. See bench/small.py for where distributing starts to pay.
-    local_below_bytes: int = int(os.environ.get("SPARTAN_LOCAL_BELOW_BYTES", 1 << 20))
+    #: array. bench/local_threshold.py measures where 2 workers start to beat the driver:
+    #: an element-wise chain with a sum between 4 and 16 MiB, a Jacobi sweep (whose
+    #: writes are join_updates) beyond 32 MiB; 4 MiB stays on the driver's side of both.
+    local_below_bytes: int = int(os.environ.get("SPARTAN_LOCAL_BELOW_BYTES", 4 << 20))
     #: computed arrays of at most this many bytes get a full copy on every worker
     #: (0: the optimizer tiles them like any other array)
     replicate_below_bytes: int = int(os.environ.get("SPARTAN_REPLICATE_BELOW_BYTES", 1 << 16))

@@ -12,12 +12,13 @@ import numpy
 import pytest
 
 import spartan as sp
+from spartan.config import Config
 
 
 @pytest.fixture
 def driver(backend):
     """Small arrays in the driver (the default threshold), on either backend."""
-    sp.config.local_below_bytes = 1 << 20
+    sp.config.local_below_bytes = Config.local_below_bytes
     return backend
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spartan as sp
+from spartan.config import Config
 
 SETTINGS = settings(
     max_examples=12,
@@ -129,7 +130,7 @@ def _run(data, make):
 @given(data=st.data())
 def test_views_and_writes_match_numpy(backend, mode, data):
     if mode == "driver":
-        sp.config.local_below_bytes = 1 << 20  # small arrays in the driver (the default)
+        sp.config.local_below_bytes = Config.local_below_bytes  # the default: in the driver
         make = sp.array
     else:
 
@@ -145,7 +146,7 @@ def test_views_and_writes_match_numpy(backend, mode, data):
 @pytest.fixture(params=["row", "driver"])
 def make(request, backend):
     if request.param == "driver":
-        sp.config.local_below_bytes = 1 << 20
+        sp.config.local_below_bytes = Config.local_below_bytes
         return sp.array
     return lambda a: sp.array(a, tiling=request.param)
 
