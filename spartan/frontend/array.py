@@ -292,12 +292,13 @@ class Array:
         return ufuncs.dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        impl = _ns().numpy_function(func)
-        if impl is None:
-            return NotImplemented
+        # small arrays are in the driver already: any NumPy function runs on them
         out = small.call(func, args, kwargs)
         if out is not small.NO:
             return out
+        impl = _ns().numpy_function(func)
+        if impl is None:
+            return NotImplemented
         return impl(*args, **kwargs)
 
     def __array_namespace__(self, api_version: str | None = None) -> Any:
@@ -320,6 +321,12 @@ class Array:
         from spartan.frontend import aliasing
 
         aliasing.write(self, key, value)
+
+    def __copy__(self) -> Array:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> Array:
+        return self.copy()
 
     def copy(self) -> Array:
         if self._np is not None:
