@@ -51,6 +51,8 @@ def wrap(out: Any, inputs: tuple[Array, ...] = ()) -> Any:
     """A NumPy result as spartan returns it: arrays and NumPy scalars become arrays
     (small ones stay in the driver, others go to the workers), an input handed back
     (``asarray``, ``out=``) is that input's handle, containers are wrapped item by item."""
+    if type(out) is np.ndarray and not inputs and out.nbytes < config.local_below_bytes:
+        return Array._local(out)  # the common case first
     if isinstance(out, np.ndarray):
         for a in inputs:
             if a._np is out:
@@ -123,29 +125,28 @@ def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callab
     return function
 
 
-def _key(key: Any) -> Any:
-    """An index with its spartan arrays as NumPy arrays (a distributed index array is
-    fetched: it selects from a small array, so it is small too)."""
-    if isinstance(key, Array):
-        return key._np if key._np is not None else key.to_numpy()
-    if isinstance(key, tuple):
-        return tuple(_key(k) for k in key)
-    if isinstance(key, list) and any(isinstance(k, Array) for k in key):
-        return [_key(k) for k in key]
-    return key
+def call_method(values: np.ndarray, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
+    """``values.name(*args, **kwargs)`` when no argument is a distributed array."""
+    if args or kwargs:
+        found: list[Array] = []
+        try:
+            args = [_unwrap(a, found) for a in args]
+            kwargs = {k: _unwrap(v, found) for k, v in kwargs.items()}
+        except _Distributed:
+            return NO
+    return wrap(getattr(values, name)(*args, **kwargs))
 
 
-def getitem(values: np.ndarray, key: Any) -> Any:
-    """``values[key]``: a NumPy view for a basic index, a copy otherwise."""
-    out = values[_key(key)]
-    return Array._local(out) if isinstance(out, np.ndarray) else Array._local(np.asarray(out))
+def getitem(values: np.ndarray, key: Any) -> Array:
+    """``values[key]``: a NumPy view for a basic index, a copy otherwise (a spartan
+    array in the key is read through ``__array__``: it selects from a small array)."""
+    out = values[key]
+    return Array._local(out if type(out) is np.ndarray else np.array(out))
 
 
 def setitem(values: np.ndarray, key: Any, value: Any) -> None:
     """``values[key] = value`` in place (a distributed value is fetched first)."""
-    if isinstance(value, Array):
-        value = value._np if value._np is not None else value.to_numpy()
-    values[_key(key)] = value
+    values[key] = value
 
 
-__all__ = ["NO", "call", "wrap", "operand", "local_first", "getitem", "setitem"]
+__all__ = ["NO", "call", "call_method", "wrap", "operand", "local_first", "getitem", "setitem"]
