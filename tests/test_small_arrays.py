@@ -138,3 +138,26 @@ def test_small_operations_do_not_start_ray():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_spartan_operators_on_small_arrays_stay_in_the_driver():
+    script = textwrap.dedent(
+        """
+        import numpy, spartan, sys
+        x = spartan.arange(12.0).reshape(3, 4)
+        y = spartan.map(lambda t: t * 2 + 1, x)
+        s = spartan.fold(numpy.add, y, axis=0)
+        spartan.random.seed(1)
+        p = spartan.random.permutation(10)
+        assert y.tiling is None and s.tiling is None and p.tiling is None
+        numpy.testing.assert_array_equal(numpy.asarray(s), (numpy.arange(12.0).reshape(3, 4) * 2 + 1).sum(axis=0))
+        assert sorted(p.tolist()) == list(range(10))
+        assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

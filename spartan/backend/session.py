@@ -6,9 +6,11 @@ so that the first evaluation waits only for what is left of it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from spartan.backend.base import Backend
@@ -246,6 +248,24 @@ def use(backend: Backend | None) -> Backend | None:
     with _lock:
         _current = backend
     return backend
+
+
+@contextlib.contextmanager
+def borrowed(backend: Backend) -> Iterator[Backend]:
+    """``backend`` current for the ``with`` block only (other threads wait meanwhile);
+    a background start under way is left to finish for the backend after it.
+
+    >>> with session.borrowed(LocalBackend(1)):   # doctest: +SKIP
+    ...     spartan.compute(x)
+    """
+    global _current
+    with _lock:
+        before = _current
+        _current = backend
+        try:
+            yield backend
+        finally:
+            _current = before
 
 
 def current() -> Backend:

@@ -36,12 +36,21 @@ if TYPE_CHECKING:
 class Buffer:
     """The memory a base array and its views share: the base's current contents."""
 
-    __slots__ = ("expr", "readonly", "__weakref__")
+    __slots__ = ("_expr", "readonly", "__weakref__")
 
     def __init__(self, expr: Expr) -> None:
         self.expr = expr
         #: why a write must fail (NumPy's read-only results), or None
         self.readonly: str | None = None
+
+    @property
+    def expr(self) -> Expr:
+        return self._expr
+
+    @expr.setter
+    def expr(self, expr: Expr) -> None:
+        expr.held = True  # an array's contents: never computed apart from it
+        self._expr = expr
 
 
 READ_ONLY = "assignment destination is read-only"

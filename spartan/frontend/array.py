@@ -361,7 +361,10 @@ def _small_values(expr: Expr) -> np.ndarray | None:
     """The values of a small new array made in the driver, or None to keep it lazy."""
     if expr.tiling_hint is not None or expr.nbytes >= config.local_below_bytes:
         return None
-    return expr.small_values()
+    values = expr.small_values()
+    if values is None and expr.children:
+        values = small.computed_in_driver(expr)
+    return values
 
 
 def _ns():  # the namespace is built after this class (it imports it)

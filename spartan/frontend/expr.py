@@ -49,6 +49,10 @@ class Expr:
         #: per path, and no more than every unevaluated node alive)
         paths = 1 + sum(c.pending for c in self.children if c.data is None)
         self.pending = min(paths, len(_unevaluated))
+        #: the longest path of unevaluated nodes ending here (this node included), as
+        #: counted when it was made (inputs evaluated since then still count): what
+        #: :func:`spartan.frontend.evaluate.too_deep` bounds
+        self.depth = 1 + max((c.depth for c in self.children if c.data is None), default=0)
 
     @property
     def data(self) -> Tiles | None:
@@ -62,6 +66,7 @@ class Expr:
             _unevaluated.add(self)
         else:
             _unevaluated.discard(self)
+            self.depth = 0
 
     @property
     def ndim(self) -> int:
@@ -79,6 +84,13 @@ class Expr:
     def label(self) -> str:
         return type(self).__name__.lower()
 
+    #: a leaf whose values the driver can make without any worker (a new array, data
+    #: from the driver): a small graph of such leaves is computed in the driver
+    driver_leaf = False
+    #: the contents of a (distributed) array's buffer: a graph computed in the driver
+    #: must not include it, or its tiles would live with the driver's workers
+    held = False
+
     def small_values(self) -> np.ndarray | None:
         """This node's values made in the driver, where that needs no computation
         (a new array, data from the driver); None for a node that must be evaluated.
@@ -94,6 +106,7 @@ class Expr:
         """Evaluated: drop the inputs so their tiles can be freed."""
         self.children = ()
         self.pending = 0
+        self.depth = 0
 
     def __repr__(self) -> str:
         return f"<{self.label} #{self.uid} shape={self.shape} dtype={self.dtype}>"

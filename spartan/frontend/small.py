@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend import session
 from spartan.config import config
 from spartan.frontend.array import Array
+from spartan.frontend.expr import Expr
 
 #: "this call is not one for the driver": the caller takes the distributed path
 NO = object()
@@ -123,6 +125,40 @@ def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callab
 
     function.__wrapped__ = impl
     return function
+
+
+#: the in-process workers that compute small graphs of spartan's own operators
+_driver: Any = None
+#: the most nodes a graph computed in the driver may have (beyond: leave it lazy)
+DRIVER_GRAPH_NODES = 64
+
+
+def computed_in_driver(expr: Expr) -> np.ndarray | None:
+    """The values of ``expr``, computed by in-process workers, when it is a small graph
+    (every node under the threshold) whose leaves are all made in the driver: spartan's
+    own operators (``map``, ``fold``, ``scan``, random permutations...) on small arrays,
+    which NumPy has no function for. None otherwise."""
+    limit = config.local_below_bytes
+    stack, seen = [expr], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if len(seen) > DRIVER_GRAPH_NODES or e.nbytes >= limit:
+            return None
+        if e.held or e.data is not None or not (e.children or e.driver_leaf):
+            return None  # a distributed array's, or a leaf the driver cannot make
+        stack.extend(e.children)
+    global _driver
+    if _driver is None:
+        from spartan.backend.local import LocalBackend
+
+        _driver = LocalBackend(1)
+    from spartan.frontend.evaluate import to_numpy
+
+    with session.borrowed(_driver):
+        return to_numpy(expr)
 
 
 def call_method(values: np.ndarray, name: str, args: Any, kwargs: dict[str, Any]) -> Any:

@@ -49,6 +49,10 @@ class NewArray(Expr):
     def label(self) -> str:
         return self.name
 
+    @property
+    def driver_leaf(self) -> bool:
+        return self.tiling_hint is None
+
     def small_values(self) -> np.ndarray:
         return _Init(self.init, tuple((0, n) for n in self.shape), self.dtype)()
 
@@ -70,8 +74,13 @@ class FromNumpy(Expr):
     def label(self) -> str:
         return "array"
 
+    @property
+    def driver_leaf(self) -> bool:
+        # (None once sent to the workers)
+        return self.array is not None and self.tiling_hint is None
+
     def small_values(self) -> np.ndarray | None:
-        return self.array  # (None once sent to the workers)
+        return self.array
 
     def lower(self, ctx: Lowering) -> None:
         tiles = ctx.new_tiles(self)
