@@ -419,3 +419,277 @@ def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
 
 def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     return _out(max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims), out)
+
+
+# ---- ufunc.reduceat ------------------------------------------------------------------------
+
+
+def single_axis(axis: Any, ndim: int, method: str) -> int:
+    """The one axis ``ufunc.accumulate``/``reduceat`` take (None: every axis, allowed
+    only for 1-d input), with NumPy's errors.
+
+    >>> single_axis(-1, 2, "reduceat"), single_axis((0,), 2, "reduceat")
+    (1, 0)
+    """
+    import operator
+
+    axes = tuple(range(ndim)) if axis is None else axis
+    axes = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
+    if len(axes) != 1:
+        raise ValueError(f"{method} does not allow multiple axes")
+    a = operator.index(axes[0])
+    if not -ndim <= a < ndim:
+        raise np.exceptions.AxisError(a, ndim)
+    return a % ndim
+
+
+def reduceat_indices(indices: Any, n: int, name: str) -> np.ndarray:
+    """``indices`` as NumPy's ``reduceat`` takes them: one-dimensional, cast to intp
+    (safely, from an array), each in ``[0, n)``. A spartan array of indices is checked
+    by its shape and dtype, then fetched: the indices decide which tasks run.
+
+    >>> reduceat_indices([0, 3], 5, "add").tolist()
+    [0, 3]
+    """
+    from spartan.frontend.array import Array
+
+    intp = np.dtype(np.intp)
+    if isinstance(indices, Array):
+        src_ndim, src_dtype = indices.ndim, indices.dtype
+    elif isinstance(indices, np.ndarray):
+        src_ndim, src_dtype = indices.ndim, indices.dtype
+    else:
+        ind = np.array(indices, dtype=np.intp)  # NumPy's errors for non-integers
+        src_ndim, src_dtype = ind.ndim, intp
+    if src_ndim == 0:
+        raise ValueError("object of too small depth for desired array")
+    if src_ndim > 1:
+        raise ValueError(f"{name}.reduceat: indices must be one-dimensional, not {src_ndim}-d")
+    if not np.can_cast(src_dtype, intp, "safe"):
+        raise TypeError(
+            f"Cannot cast array data from {src_dtype!r} to {intp!r} according to the rule 'safe'"
+        )
+    if isinstance(indices, (Array, np.ndarray)):
+        ind = np.asarray(indices).astype(np.intp, copy=False)
+    bad = (ind < 0) | (ind >= n)
+    if bad.any():
+        raise IndexError(f"index {ind[np.argmax(bad)]} out-of-bounds in {name}.reduceat [0, {n})")
+    return ind
+
+
+def ufunc_reduceat(
+    ufunc: np.ufunc,
+    array: Any,
+    indices: Any,
+    axis: Any = 0,
+    dtype: Any = None,
+    out: Any = None,
+) -> Array:
+    """``ufunc.reduceat(array, indices, axis, dtype, out)`` lazily, with NumPy's results.
+
+    Result ``i`` reduces ``array[indices[i]:indices[i+1]]`` along ``axis`` (the last to
+    the end), or is ``array[indices[i]]`` where ``indices[i] >= indices[i+1]``. A ufunc
+    NumPy reorders (``add``, ``maximum``...) reduces each tile's part of each segment
+    where the tile lives and combines the partials of a segment in order (only
+    partials travel); one it does not (``subtract``, ``divide``...) reduces whole lanes
+    along ``axis``, in NumPy's order.
+
+    >>> sp.add.reduceat(sp.arange(8), [0, 4, 5]).to_numpy()   # doctest: +SKIP
+    array([ 6,  4, 18])
+    """
+    if ufunc.signature is not None:
+        raise RuntimeError("Reduction not defined on ufunc with signature")
+    x = _to_array(array)
+    with np.errstate(all="ignore"):  # NumPy's errors for ufuncs that cannot reduceat
+        rdtype = ufunc.reduceat(np.ones(2, x.dtype), [0], dtype=dtype).dtype
+    if x.ndim == 0:
+        raise TypeError("cannot reduceat on a scalar")
+    ax = single_axis(axis, x.ndim, "reduceat")
+    n = x.shape[ax]
+    ind = reduceat_indices(indices, n, ufunc.__name__)
+    shape = x.shape[:ax] + (len(ind),) + x.shape[ax + 1 :]
+    if 0 in shape:
+        from spartan.frontend.creation import zeros
+
+        return _out(zeros(shape, dtype=rdtype), out)
+    try:
+        ordered = not _reorderable(ufunc, x.dtype, dtype)
+    except TypeError:
+        ordered = True
+    t = x.tiling
+    # lanes already whole in every tile: each tile's reduceat is its output, nothing moves
+    whole_lanes = x.ndim > 1 and t is not None and (t.replicated or t.cuts[ax] == 1)
+    if ordered or whole_lanes:
+        result = _reduceat_lanes(ufunc, x, ind, ax, dtype, rdtype)
+    else:
+        result = _reduceat_partials(ufunc, x, ind, ax, dtype, rdtype, t)
+    return _out(result, out)
+
+
+class _LaneReduceat:
+    """Lane function: NumPy's own ``reduceat`` of whole lanes (on the host: CuPy has no
+    ``reduceat``)."""
+
+    def __init__(self, ufunc: np.ufunc, indices: np.ndarray, dtype: Any, rdtype: np.dtype):
+        self.ufunc, self.indices, self.dtype, self.rdtype = ufunc, indices, dtype, rdtype
+
+    def __call__(self, lanes: Any) -> Any:
+        out = self.ufunc.reduceat(to_host(lanes), self.indices, axis=1, dtype=self.dtype)
+        return array_module(lanes).asarray(out.astype(self.rdtype, copy=False))
+
+
+def _reduceat_lanes(
+    ufunc: np.ufunc, x: Array, ind: np.ndarray, ax: int, dtype: Any, rdtype: np.dtype
+) -> Array:
+    from spartan.frontend.alongaxis import along_axes
+    from spartan.frontend.manipulation import moveaxis
+
+    fn = _LaneReduceat(ufunc, ind, dtype, rdtype)
+    out = along_axes(fn, x, (ax,), (len(ind),), rdtype, name=f"{ufunc.__name__}.reduceat")
+    return moveaxis(out, -1, ax) if x.ndim > 1 else out
+
+
+def segment_plan(ind: np.ndarray, n: int, groups: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """How ``reduceat(x, ind)`` over an axis of length ``n`` cut into ``groups`` equal
+    groups (``[g*n//groups, (g+1)*n//groups)``) splits into per-group partials.
+
+    Segment ``i`` is ``[ind[i], ind[i+1])`` (the last to ``n``; ``[ind[i], ind[i]+1)``
+    where ``ind[i] >= ind[i+1]``); each group reduces its part of every segment that
+    overlaps it. Returns, per group start, ``(first, count, starts, take, tails)``: the
+    group's partials go to ``first:first+count`` of the partials axis, made by one NumPy
+    ``reduceat`` of the group's block at ``starts`` (positions ``take`` of it) followed
+    by one reduction to the block's end per ``tails`` start; then the permutation that
+    orders the partials by segment (groups in order within one) and where each
+    segment's partials begin in that order.
+
+    >>> plan, perm, first = segment_plan(np.array([0, 3]), 6, 2)
+    >>> sorted(plan), perm.tolist(), first.tolist()
+    ([0, 3], [0, 1], [0, 1])
+    """
+    k = len(ind)
+    lo = ind.astype(np.intp)
+    hi = np.empty(k, np.intp)
+    hi[:-1], hi[-1:] = ind[1:], n
+    hi = np.where(hi > lo, hi, lo + 1)
+    bounds = np.array([g * n // groups for g in range(groups + 1)], np.intp)
+    g_first = np.searchsorted(bounds, lo, side="right") - 1
+    g_last = np.searchsorted(bounds, hi - 1, side="right") - 1
+    counts = g_last - g_first + 1
+    first = np.cumsum(counts) - counts
+    seg = np.repeat(np.arange(k), counts)
+    grp = np.repeat(g_first, counts) + np.arange(len(seg)) - np.repeat(first, counts)
+    glo, ghi = bounds[grp], bounds[grp + 1]
+    clo = np.maximum(lo[seg], glo) - glo
+    chi = np.minimum(hi[seg], ghi) - glo
+    to_end = chi == ghi - glo
+    # per group: the parts that end inside the block by start, then those reaching its
+    # end; one NumPy reduceat computes all but the second and later of those
+    keys = (chi, clo, to_end, grp)
+    if not _lex_sorted(keys):  # (sorted indices: already in this order)
+        order = np.lexsort(keys)
+        seg, grp, clo, chi, to_end = seg[order], grp[order], clo[order], chi[order], to_end[order]
+    plan = {}
+    edges = np.flatnonzero(np.diff(grp)) + 1
+    for a, b in zip(np.concatenate(([0], edges)), np.concatenate((edges, [len(grp)]))):
+        g = int(grp[a])
+        size = int(bounds[g + 1] - bounds[g])
+        m = int(np.count_nonzero(~to_end[a:b]))
+        m = builtins.min(m + 1, b - a)
+        s_lo, s_hi = clo[a : a + m], chi[a : a + m]
+        # an explicit end wherever the next start is not this part's end
+        gap = np.append(s_hi[:-1] != s_lo[1:], s_hi[-1] < size)
+        take = np.arange(m) + np.concatenate(([0], np.cumsum(gap)[:-1]))
+        starts = np.empty(m + int(gap.sum()), np.intp)
+        starts[take] = s_lo
+        starts[take[gap] + 1] = s_hi[gap]
+        plan[int(bounds[g])] = (int(a), int(b - a), starts, take, clo[a + m : b].copy())
+    perm = np.arange(len(seg)) if _lex_sorted((grp, seg)) else np.lexsort((grp, seg))
+    return plan, perm, first
+
+
+def _lex_sorted(keys: Sequence[np.ndarray]) -> bool:
+    """Whether ``np.lexsort(keys)`` is the identity (the last key most significant)."""
+    ok = np.ones(builtins.max(len(keys[0]) - 1, 0), bool)
+    for k in keys:
+        a, b = k[:-1], k[1:]
+        ok = (b > a) | ((b == a) & ok)
+    return bool(ok.all())
+
+
+class _SegmentPartials:
+    """``f_join`` of a group (a block cut along ``axis``): its partial reductions of the
+    segments overlapping it, written to the group's run of the partials axis."""
+
+    def __init__(self, ufunc: np.ufunc, axis: int, dtype: Any, rdtype: np.dtype, plan: dict):
+        self.ufunc, self.axis, self.dtype, self.rdtype, self.plan = ufunc, axis, dtype, rdtype, plan
+
+    def __call__(self, extents: Any, block: Any) -> list:
+        entry = self.plan.get(extents[0].box[self.axis][0])
+        if entry is None:
+            return []
+        first, count, starts, take, tails = entry
+        ax, host = self.axis, to_host(block)
+        parts = []
+        if len(take):
+            part = self.ufunc.reduceat(host, starts, axis=ax, dtype=self.dtype)
+            parts.append(part if len(take) == len(starts) else part.take(take, axis=ax))
+        lead = (slice(None),) * ax
+        for lo in tails:
+            tail = host[lead + (slice(int(lo), None),)]
+            parts.append(self.ufunc.reduce(tail, axis=ax, dtype=self.dtype, keepdims=True))
+        out = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=ax)
+        out = array_module(block).asarray(out.astype(self.rdtype, copy=False))
+        return [(lead + (slice(first, first + count),), out)]
+
+
+class _CombineSegments:
+    """Lane function: each segment's partials (in group order) reduced to one value."""
+
+    def __init__(self, ufunc: np.ufunc, rdtype: np.dtype, perm: np.ndarray, first: np.ndarray):
+        self.ufunc, self.rdtype, self.perm, self.first = ufunc, rdtype, perm, first
+
+    def __call__(self, lanes: Any) -> Any:
+        host = to_host(lanes)
+        if not np.array_equal(self.perm, np.arange(len(self.perm))):
+            host = host.take(self.perm, axis=1)
+        out = self.ufunc.reduceat(host, self.first, axis=1, dtype=self.rdtype)
+        return array_module(lanes).asarray(out)
+
+
+def _reduceat_partials(
+    ufunc: np.ufunc,
+    x: Array,
+    ind: np.ndarray,
+    ax: int,
+    dtype: Any,
+    rdtype: np.dtype,
+    tiling: Any,
+) -> Array:
+    """Two joins: each group of ``x`` along ``ax`` (its tiles along ``ax`` when it is
+    evaluated, so each group reads where it lives) reduces its parts of the segments
+    into a partials array; the partials of each segment, a handful per segment, then
+    combine in order."""
+    from spartan.backend import session
+    from spartan.frontend.alongaxis import along_axes
+    from spartan.frontend.join_update import JoinUpdate
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.planning import default_pieces
+
+    n = x.shape[ax]
+    if tiling is not None and not tiling.replicated and tiling.cuts[ax] > 1:
+        groups = tiling.cuts[ax]
+    else:
+        groups = default_pieces(x.nbytes, session.current().nworkers)
+    groups = builtins.max(1, builtins.min(groups, n))
+    plan, perm, first = segment_plan(ind, n, groups)
+    name = f"{ufunc.__name__}.reduceat"
+    shape = x.shape[:ax] + (len(perm),) + x.shape[ax + 1 :]
+    f_join = _SegmentPartials(ufunc, ax, dtype, rdtype, plan)
+    partials = Array(
+        JoinUpdate(f_join, None, [x._expr], [ax], shape, rdtype, groups=groups, name=name)
+    )
+    if len(perm) == len(ind) and np.array_equal(perm, np.arange(len(perm))):
+        return partials  # one partial per segment, in segment order: they are the result
+    combine = _CombineSegments(ufunc, rdtype, perm, first)
+    out = along_axes(combine, partials, (ax,), (len(ind),), rdtype, name=name)
+    return moveaxis(out, -1, ax) if x.ndim > 1 else out

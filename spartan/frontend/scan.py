@@ -99,17 +99,35 @@ class Scan(Expr):
 
 
 def ufunc_accumulate(
-    ufunc: np.ufunc, a: Any, axis: int = 0, dtype: Any = None, out: Any = None
+    ufunc: np.ufunc, a: Any, axis: Any = 0, dtype: Any = None, out: Any = None
 ) -> Array:
-    """``ufunc.accumulate(a, axis)`` lazily."""
-    from spartan.frontend.creation import asarray
-    from spartan.frontend.reductions import _out, normalize_axes
+    """``ufunc.accumulate(a, axis, dtype, out)`` lazily, with NumPy's results.
 
+    A ufunc NumPy reorders (``add``, ``maximum``...) scans each tile and carries the
+    last slices of the tiles before it; one it does not (``subtract``, ``divide``...)
+    scans whole lanes along ``axis``, in NumPy's order (the array is re-cut so that no
+    tile cuts ``axis``).
+
+    >>> sp.subtract.accumulate(sp.arange(4)).to_numpy()   # doctest: +SKIP
+    array([ 0, -1, -3, -6])
+    """
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.reductions import _out, _reorderable, _whole_along, single_axis
+
+    if ufunc.signature is not None:
+        raise RuntimeError("Reduction not defined on ufunc with signature")
     x = asarray(a)
+    with np.errstate(all="ignore"):  # NumPy's errors for ufuncs that cannot accumulate
+        rdtype = ufunc.accumulate(np.ones(1, x.dtype), dtype=dtype).dtype
     if x.ndim == 0:
-        raise ValueError("cannot accumulate on a scalar")
-    (ax,) = normalize_axes(axis, x.ndim)
-    rdtype = ufunc.accumulate(np.ones(1, x.dtype), dtype=dtype).dtype
+        raise TypeError("cannot accumulate on a scalar")
+    ax = single_axis(axis, x.ndim, "accumulate")
+    try:
+        ordered = not _reorderable(ufunc, x.dtype, dtype)
+    except TypeError:
+        ordered = True
+    if ordered and x.size:
+        x = _whole_along(x, (ax,))
     return _out(Array(Scan(x._expr, ufunc, ax, rdtype)), out)
 
 

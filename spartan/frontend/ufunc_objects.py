@@ -1,6 +1,7 @@
 """``spartan.add``, ``spartan.exp``...: NumPy's ufuncs, lazily over spartan arrays.
 
 >>> sp.add(x, 1); sp.add.reduce(x, axis=0); sp.add.accumulate(x)   # doctest: +SKIP
+>>> sp.add.reduceat(x, [0, 3]); sp.subtract.outer(x, y)            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend import small
 from spartan.frontend.ufuncs import apply
 
 
 class UFunc:
-    """A NumPy ufunc whose calls, ``reduce`` and ``accumulate`` build spartan nodes."""
+    """A NumPy ufunc whose calls and methods (``reduce``, ``accumulate``, ``reduceat``,
+    ``outer``, ``at``) build spartan nodes, with NumPy's signatures."""
 
     def __init__(self, ufunc: np.ufunc) -> None:
         self.ufunc = ufunc
@@ -24,7 +27,8 @@ class UFunc:
         return getattr(self.ufunc, name)  # nin, nout, identity, types...
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return apply(self.ufunc, args, **kwargs)
+        out = small.call(self.ufunc, args, kwargs)
+        return apply(self.ufunc, args, **kwargs) if out is small.NO else out
 
     def reduce(
         self,
@@ -39,25 +43,49 @@ class UFunc:
 
         return ufunc_reduce(self.ufunc, a, axis, dtype, out, keepdims, **kw)
 
-    def accumulate(self, a: Any, axis: int = 0, dtype: Any = None, out: Any = None) -> Any:
+    def accumulate(self, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
+        """``ufunc.accumulate`` (see :func:`~spartan.frontend.scan.ufunc_accumulate`).
+
+        >>> sp.subtract.accumulate(sp.arange(4)).to_numpy()   # doctest: +SKIP
+        array([ 0, -1, -3, -6])
+        """
         from spartan.frontend.scan import ufunc_accumulate
 
-        return ufunc_accumulate(self.ufunc, a, axis, dtype, out)
+        return ufunc_accumulate(self.ufunc, array, axis, dtype, out)
 
-    def at(self, a: Any, indices: Any, b: Any = None) -> None:
-        """``ufunc.at`` on a spartan array (rebinds ``a`` to the updated array)."""
-        from spartan.frontend.array import Array
-        from spartan.frontend.fancy import ufunc_at
+    def reduceat(
+        self, array: Any, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None
+    ) -> Any:
+        """``ufunc.reduceat`` (see :func:`~spartan.frontend.reductions.ufunc_reduceat`).
 
-        if not isinstance(a, Array):
-            raise TypeError("ufunc.at needs a spartan array to update")
-        a._expr = ufunc_at(self.ufunc, a, indices, b)._expr
+        >>> sp.add.reduceat(sp.arange(8), [0, 4, 5]).to_numpy()   # doctest: +SKIP
+        array([ 6,  4, 18])
+        """
+        from spartan.frontend.reductions import ufunc_reduceat
 
-    def outer(self, a: Any, b: Any, **kwargs: Any) -> Any:
-        from spartan.frontend.creation import asarray
+        return ufunc_reduceat(self.ufunc, array, indices, axis, dtype, out)
 
-        x, y = asarray(a), asarray(b)
-        return self(x.reshape(x.shape + (1,) * y.ndim), y, **kwargs)
+    def at(self, a: Any, indices: Any, b: Any = None, /) -> None:
+        """``ufunc.at`` on a spartan array (rebinds ``a`` to the updated array).
+
+        >>> sp.add.at(x, [0, 0, 2], 1)   # doctest: +SKIP
+        """
+        from spartan.frontend.ufuncs import ufunc_at
+
+        ufunc_at(self.ufunc, a, indices, b)
+
+    def outer(self, A: Any, B: Any, /, **kwargs: Any) -> Any:
+        """``ufunc.outer``: ``self(A[i...], B[j...])``, of shape ``A.shape + B.shape``.
+
+        >>> sp.multiply.outer(sp.arange(3), [1, 10]).shape   # doctest: +SKIP
+        (3, 2)
+        """
+        from spartan.frontend.ufuncs import outer_operands
+
+        operands = outer_operands(self.ufunc, A, B, "out" in kwargs)
+        if operands is None:
+            return self.ufunc.outer(A, B, **kwargs)  # two scalars: NumPy's own scalar
+        return self(*operands, **kwargs)
 
     def __repr__(self) -> str:
         return f"<spartan ufunc '{self.__name__}'>"
