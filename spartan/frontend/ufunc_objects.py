@@ -91,6 +91,22 @@ class UFunc:
         return f"<spartan ufunc '{self.__name__}'>"
 
 
+def _small_first(name: str) -> None:
+    """``UFunc.name`` runs NumPy's ``ufunc.name`` when its spartan arrays are all small."""
+    distributed = getattr(UFunc, name)
+
+    def method(self: UFunc, *args: Any, **kwargs: Any) -> Any:
+        out = small.call(getattr(self.ufunc, name), args, kwargs)
+        return distributed(self, *args, **kwargs) if out is small.NO else out
+
+    method.__name__, method.__doc__ = name, distributed.__doc__
+    setattr(UFunc, name, method)
+
+
+for _name in ("reduce", "accumulate", "reduceat", "at"):
+    _small_first(_name)
+
+
 def all_ufuncs() -> dict[str, UFunc]:
     """Every element-wise ufunc in NumPy's namespace (aliases included), wrapped.
 
