@@ -72,6 +72,10 @@ class Strided:
 
     vm: ViewMap
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.vm.shape
+
     def apply(self, parent: Expr) -> Expr:
         return view(parent, self.vm)
 
@@ -136,7 +140,7 @@ def layout(shape: Sequence[int], path: Sequence[Link]) -> tuple[int, tuple[int, 
     for link in path:
         offset += link.offset(strides)
         strides = link.strides(shape, strides)
-        shape = link.vm.shape if isinstance(link, Strided) else link.shape
+        shape = link.shape
     return offset, strides
 
 

@@ -30,7 +30,7 @@ from spartan.tiling import Tiling
 class Array:
     """A distributed n-dimensional array (lazy). Alias: ``spartan.ndarray``.
 
-    A handle is one of two kinds. A *small* array (at most
+    A handle is one of two kinds. A *small* array (under
     ``spartan.config.local_below_bytes``, made without a ``tiling=``) holds a NumPy array
     in the driver and computes eagerly with NumPy, at NumPy's speed and with NumPy's
     views; it enters a distributed expression as a constant (a copy of its values when
@@ -76,11 +76,10 @@ class Array:
 
         if self._np is not None:  # a small array: a snapshot, like any other operand
             return Array(link.apply(self._expr))
-        shape = link.vm.shape if hasattr(link, "vm") else link.shape
-        if math.prod(shape) == 0:  # nothing to share (NumPy: shares no memory)
+        if math.prod(link.shape) == 0:  # nothing to share (NumPy: shares no memory)
             from spartan.frontend.source import FromNumpy
 
-            return Array(FromNumpy(np.empty(shape, self.dtype)))
+            return Array(FromNumpy(np.empty(link.shape, self.dtype)))
         out = Array.__new__(Array)
         out._np, out._buf, out._derived = None, self._buf, None
         out._path = extend(self._path, link)
