@@ -83,6 +83,18 @@ class Stats:
         return dict(self.__dict__)
 
 
+def interrupted(cancelled: int) -> KeyboardInterrupt:
+    """What Ctrl-C in a wait raises once the work sent was cancelled
+    (:meth:`Backend.cancel`): a one-line note instead of the traceback of the wait it
+    stopped; ``spartan_cancelled`` says it was (an outer wait need not cancel again)."""
+    note = "spartan: evaluation interrupted" + (
+        f"; {cancelled} tasks cancelled" if cancelled else ""
+    )
+    error = KeyboardInterrupt(note)
+    error.spartan_cancelled = cancelled  # type: ignore[attr-defined]
+    return error
+
+
 class Backend(Protocol):
     """What the frontend needs from a set of workers."""
 
@@ -148,6 +160,12 @@ class Backend(Protocol):
 
     def reset_stats(self) -> None:
         """Zero the counters."""
+
+    def cancel(self) -> int:
+        """Stop the work submitted so far (Ctrl-C during a wait): tasks not started are
+        skipped, and this returns once the workers are idle; how many were skipped.
+        Blocks a skipped task was to make are made before anything reads them, so every
+        array stays whole and the next operation does not wait for the old work."""
 
     def shutdown(self) -> None:
         """Release the workers."""

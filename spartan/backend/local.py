@@ -18,7 +18,7 @@ import numpy as np
 
 from spartan.backend.base import Key, Piece, Region
 from spartan.backend.master import Master
-from spartan.backend.worker import TaskFailed, Worker
+from spartan.backend.worker import TaskFailed, Worker, with_user_frames
 
 
 class LocalBackend(Master):
@@ -51,7 +51,7 @@ class LocalBackend(Master):
         nodes = [self.nodes[p.worker] for p in remote]
         result = self.workers[worker].run(fn, inputs, outputs, want_result, data, nodes, self.tag)
         if isinstance(result, TaskFailed):
-            raise result.error
+            raise with_user_frames(result.error)
         return result
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
@@ -61,7 +61,7 @@ class LocalBackend(Master):
         parts = [self.workers[self.owner(k, w)].fetch(k, idx) for k, w, idx in reqs]
         for part in parts:
             if isinstance(part, TaskFailed):
-                raise part.error
+                raise with_user_frames(part.error)
         return parts
 
     def _delete(self, worker: int, keys: list[Key]) -> None:
@@ -73,6 +73,11 @@ class LocalBackend(Master):
         for w in self.workers:
             w.sync()
         return [self._assembled(r, self.fetch_many(self._requests(r))) for r in fetch]
+
+    def cancel(self) -> int:
+        """Nothing is outstanding: tasks run as they are submitted, and an interrupt
+        stops the one running before it stores anything."""
+        return 0
 
     def worker_memory(self) -> list[int]:
         return [w.memory() for w in self.workers]

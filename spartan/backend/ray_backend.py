@@ -42,6 +42,8 @@ import os
 import pickle
 import sys
 import time
+import uuid
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,13 +55,21 @@ from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations 
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from spartan.backend import call_board, channel, shared_output
-from spartan.backend.base import Key, Piece, Region, remote_pieces
+from spartan.backend.base import Key, Piece, Region, interrupted, remote_pieces
 from spartan.backend.device import to_host
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
 from spartan.backend.streaming_copies import glibc_tunables
-from spartan.backend.worker import TaskFailed, Worker, nbytes_of, take
+from spartan.backend.worker import (
+    TaskCancelled,
+    TaskFailed,
+    Worker,
+    cancelled,
+    nbytes_of,
+    take,
+    with_user_frames,
+)
 from spartan.config import config
 
 log = logging.getLogger("spartan")
@@ -101,6 +111,61 @@ LOSS_ERRORS = (
 )
 
 
+class StopFlag:
+    """How many times the driver cancelled its workers' work (:meth:`RayBackend.cancel`),
+    in shared memory: a worker on the driver's host reads it before each task and skips
+    a task sent before the latest cancel. A call queued at an actor cannot be reached
+    any other way: Ray runs an actor's calls one at a time, in order.
+
+    >>> flag = StopFlag.make()          # the driver's (None without shared memory)
+    >>> StopFlag.attach(flag.path).count()  # a worker's
+    0
+    >>> flag.close()
+    """
+
+    _PREFIX = "spartan-stop-"
+
+    def __init__(self, path: str, count: np.ndarray, owner: bool = False) -> None:
+        self.path, self._count = path, count
+        self._removal = (
+            weakref.finalize(self, shared_output.unlink_quietly, path) if owner else None
+        )
+
+    @classmethod
+    def make(cls) -> StopFlag | None:
+        if not os.path.isdir(shared_output.SHM_DIR):
+            return None
+        shared_output.remove_orphans(cls._PREFIX)
+        path = os.path.join(shared_output.SHM_DIR, f"{cls._PREFIX}{os.getpid()}-{uuid.uuid4().hex}")
+        try:
+            with open(path, "xb") as f:
+                f.write(bytes(8))
+            count = np.memmap(path, np.int64, "r+", shape=(1,)).view(np.ndarray)
+            return cls(path, count, owner=True)
+        except OSError:
+            return None
+
+    @classmethod
+    def attach(cls, path: str | None) -> StopFlag | None:
+        """The flag at ``path``; None without one, or where it is not on this host."""
+        if path is None:
+            return None
+        try:
+            return cls(path, np.memmap(path, np.int64, "r", shape=(1,)).view(np.ndarray))
+        except OSError:
+            return None
+
+    def count(self) -> int:
+        return int(self._count[0])
+
+    def raise_to(self, count: int) -> None:
+        self._count[0] = count
+
+    def close(self) -> None:
+        if self._removal is not None:
+            self._removal()
+
+
 @dataclass(frozen=True)
 class Post:
     """A batch step: write ``block[src]`` as the letter at ``path``
@@ -126,6 +191,10 @@ class RayWorker(Worker):
 
     #: this worker's count of finished calls on the driver's board (None: not counted)
     _slot: call_board.Slot | None = None
+    #: the driver's count of cancels (None: not on the driver's host, nothing skipped)
+    _stop: StopFlag | None = None
+    #: tasks skipped since the driver last asked (:meth:`unmade`)
+    _skipped = 0
 
     def __init__(
         self,
@@ -134,15 +203,18 @@ class RayWorker(Worker):
         keep_freed: int | None = 0,
         peers: int = 1,
         board: str | None = None,
+        stop: str | None = None,
     ) -> None:
         """``keep_freed``: bytes of freed memory kept for reuse (None: the default for
         ``peers`` workers on this node); see :mod:`spartan.backend.heap`. ``board``: the
         path of the driver's :class:`~call_board.CallBoard`, where this worker counts
-        its finished task calls (runs and puts) if it is on the driver's host."""
+        its finished task calls (runs and puts) if it is on the driver's host; ``stop``:
+        that of its :class:`StopFlag`."""
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
         channel.doorbell()  # there before any letter for this worker is posted
         self._slot = call_board.Slot.attach(board, index)
+        self._stop = StopFlag.attach(stop)
         self._finished_call()  # the start counts: the driver sees the slot works
 
     def _finished_call(self) -> None:
@@ -154,11 +226,14 @@ class RayWorker(Worker):
         remote piece: the data, the :class:`~channel.Letter` it comes in, or (where
         ``whole`` says so) the whole block in this node's object store, which this worker
         cuts the piece from. The spec holds those Ray does not pass (``passed``,
-        :func:`_split`)."""
+        :func:`_split`). ``sent``: how many cancels the driver had made when it sent
+        the task (:meth:`_skips`)."""
         try:
-            inline, inputs, outputs, want_result, nodes, tag, whole, land = pickle.loads(spec)
+            inline, inputs, outputs, want_result, nodes, tag, whole, land, sent = pickle.loads(spec)
             fn, *remote = _joined(inline, passed)
             remote = self._received(inputs, remote, whole)
+            if self._skips(sent):
+                return self._skip(outputs)
             return self._landed(
                 self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag), land
             )
@@ -246,9 +321,12 @@ class RayWorker(Worker):
         pieces are arguments too (given by position): letters, and blocks put from the
         driver (resolved by Ray, once for the batch; those Ray passes are ``passed``,
         :func:`_split`). A batch ending with a :class:`Post` that may send its piece
-        apart returns the failure and what that post returns."""
+        apart returns the failure and what that post returns. The spec may end with the
+        count of cancels when it was sent: tasks sent before a later cancel are skipped
+        (:meth:`_skips`), but their posts and deletes are still made."""
         failed, apart, done = None, None, 0
-        steps, inline = pickle.loads(spec)
+        steps, inline, *sent = pickle.loads(spec)
+        sent = sent[0] if sent else None
         args = _joined(inline, passed)
         try:
             for step in steps:
@@ -261,9 +339,12 @@ class RayWorker(Worker):
                     fn, inputs, outputs, tag, at, whole, land = step
                     fn = fn if isinstance(fn, bytes) else args[fn]
                     remote = self._received(inputs, [args[i] for i in at], whole)
-                    result = self._landed(
-                        self._run_sent(fn, inputs, outputs, False, remote, (), tag), land
-                    )
+                    if self._skips(sent):
+                        result = self._skip(outputs)
+                    else:
+                        result = self._landed(
+                            self._run_sent(fn, inputs, outputs, False, remote, (), tag), land
+                        )
                     if failed is None and isinstance(result, TaskFailed):
                         failed = result
                 done += 1
@@ -275,6 +356,28 @@ class RayWorker(Worker):
                     self.post(*step.fields())
             self._finished_call()
         return (failed, apart) if any(_sends_apart(step) for step in steps) else failed
+
+    def _skips(self, sent: int | None) -> bool:
+        """Whether a task sent after ``sent`` cancels was cancelled since (checked as each
+        task starts: one already running finishes)."""
+        return sent is not None and self._stop is not None and sent < self._stop.count()
+
+    def _skip(self, outputs: Sequence[Key]) -> TaskFailed:
+        """A cancelled task: its outputs hold :class:`TaskCancelled` instead."""
+        self._skipped += 1
+        failed = TaskFailed(TaskCancelled("its evaluation was interrupted"))
+        for key in outputs:
+            self._set(key, failed)
+        return failed
+
+    def unmade(self, keys: bytes) -> tuple[list[Key], int]:
+        """Of ``keys`` (pickled), those missing here or left by a cancelled task; and how
+        many tasks this worker skipped since the last call. Calls to an actor run in
+        order: this one answers once the calls before it are done."""
+        store = self.store
+        out = [k for k in pickle.loads(keys) if k not in store or cancelled(store[k])]
+        skipped, self._skipped = self._skipped, 0
+        return out, skipped
 
     def put(self, key: Key, value: Any) -> None:
         """:meth:`Worker.put` of a block sent from the driver, into this worker's own
@@ -436,6 +539,16 @@ class RayBackend(Master):
         self._board = call_board.CallBoard.make(self.nworkers)
         self._on_board: set[int] = set()
         self._calls = [0] * self.nworkers
+        #: the cancels made so far (each task is sent with their count), shared with the
+        #: workers on this host; the blocks cancelled tasks left unmade, by (key, worker),
+        #: made again before they are read (see :meth:`cancel`)
+        self._stop = StopFlag.make()
+        self._cancels = 0
+        self._unmade: set[tuple[Key, int]] = set()
+        self._cancelling = False
+        #: the sequence number of the last put or task logged, and of the last one known
+        #: finished (every wait that ends finishes all logged before it)
+        self._logged = self._settled = -1
         self.actors = [self._start(i) for i in range(self.nworkers)]
         try:
             self.nodes = ray.get([a.ping.remote() for a in self.actors], timeout=120)
@@ -507,6 +620,7 @@ class RayBackend(Master):
                 config.worker_keep_freed_bytes,
                 self.slots.count(node),
                 self._board.path if self._board is not None else None,
+                self._stop.path if self._stop is not None else None,
             )
         )
 
@@ -536,6 +650,7 @@ class RayBackend(Master):
     def _put(self, key: Key, value: Any, worker: int) -> None:
         rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})
         self._queued.append(rec)
+        self._logged = rec.seq
 
     def _dispatch(
         self,
@@ -557,12 +672,15 @@ class RayBackend(Master):
             }
         )
         self._queued.append(rec)
+        self._logged = rec.seq
         return rec
 
     def flush(self, fetch: Sequence[Region] = ()) -> None:
         if fetch:
             self._land_later(fetch)
         queued, self._queued = self._queued, []
+        if self._unmade and not self._cancelling:
+            self._remake(pair for rec in queued for pair in rec.needs)
         made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
         remote = {
             rec.seq: remote_pieces(rec.worker, rec.inputs) for rec in queued if rec.fn is not None
@@ -714,7 +832,7 @@ class RayBackend(Master):
         apart = any(_sends_apart(item) for item in held)
         inline, passed = _split(args)
         ref = (call.options(num_returns=2) if apart else call).remote(
-            pickle.dumps((steps, inline), protocol=5), *passed
+            pickle.dumps((steps, inline, self._cancels), protocol=5), *passed
         )
         ref, apart = ref if apart else (ref, None)
         self._sent(worker, ref)
@@ -810,7 +928,17 @@ class RayBackend(Master):
             inline, passed = _split([rec.fn, *(r for r, _ in got)])
             land = self._lands.pop(rec.seq, None)
             spec = pickle.dumps(
-                (inline, rec.inputs, rec.outputs, rec.want_result, nodes, rec.tag, whole, land),
+                (
+                    inline,
+                    rec.inputs,
+                    rec.outputs,
+                    rec.want_result,
+                    nodes,
+                    rec.tag,
+                    whole,
+                    land,
+                    self._cancels,
+                ),
                 protocol=5,
             )
             ref = actor.run_task.remote(spec, *passed)
@@ -822,6 +950,8 @@ class RayBackend(Master):
 
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
+        if self._unmade and fetch:
+            self._remake(self._held_by((p.key, p.worker) for r in fetch for p in r.pieces))
         self.release_held()
         big = _biggest(fetch)
         landed, self._landed = self._landed, None
@@ -854,6 +984,7 @@ class RayBackend(Master):
                 refs += [call for cs in calls for call in cs]
                 values = self._get(refs, progress=True)
                 self._last = {}  # idle (their futures may not have heard yet)
+                self._settled = self._logged
                 out = []
                 for i, (region, cs) in enumerate(zip(fetch, calls)):
                     if i == big and landing is not None:
@@ -864,9 +995,12 @@ class RayBackend(Master):
                 return out
             except LOSS_ERRORS:
                 self._recover(pending)
-            except BaseException:
+            except BaseException as error:
                 if landing is not None:  # writes may still be on their way: a new zone
                     self._landing.close()
+                if isinstance(error, KeyboardInterrupt):
+                    self._inflight[:0] = pending  # (cancel waits for them)
+                    raise interrupted(self.cancel()) from None
                 raise
         raise RuntimeError("spartan could not recover from repeated worker failures")
 
@@ -910,6 +1044,8 @@ class RayBackend(Master):
         return self._get([self._refs.pop(h.seq) for h in handles])
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        if self._unmade:
+            self._remake(self._held_by((k, w) for k, w, _ in reqs))
         self.release_held()
         for _ in range(3):
             try:
@@ -953,7 +1089,7 @@ class RayBackend(Master):
         for v in values:
             if isinstance(v, TaskFailed):
                 self._inflight = []
-                raise v.error
+                raise with_user_frames(v.error)
         return values
 
     def _recover(self, pending: list[tuple[Any, Record]]) -> None:
@@ -984,7 +1120,13 @@ class RayBackend(Master):
         known = set(self.where)
 
         def exists(key: Key, w: int) -> bool:
-            return key in known and w in self.where[key] and (key, w) not in missing
+            pair = (key, w)
+            return (
+                key in known
+                and w in self.where[key]
+                and pair not in missing
+                and pair not in self._unmade
+            )
 
         try:
             plan = self.lineage.replay_plan(missing, exists)
@@ -994,21 +1136,138 @@ class RayBackend(Master):
                 f"tile {key!r} was lost with worker(s) {dead} and cannot be rebuilt: "
                 "no task or checkpoint made it"
             ) from None
+        self._rerun(plan, known)
+        log.warning(
+            "spartan: re-ran %d task(s) to rebuild %d lost tile(s)", len(plan), len(missing)
+        )
+
+    def _rerun(self, plan: list[Record], known: Collection[Key]) -> None:
+        """Send the tasks of ``plan`` (:meth:`Lineage.replay_plan`) again; ``known``:
+        the keys held before."""
         # intermediates rebuilt for their readers (join updates, fetched copies) were
         # deleted before: they go again once those readers are sent, or they would stay
         rebuilt: dict[int, list[Key]] = {}
         for rec in plan:
             self._send(rec)
             for key in rec.outputs:
+                self._unmade.discard((key, rec.worker))
                 if key in known:
                     self._record(key, rec.worker)
                 else:
                     rebuilt.setdefault(rec.worker, []).append(key)
         for w, keys in rebuilt.items():
             self._delete(w, keys)
-        log.warning(
-            "spartan: re-ran %d task(s) to rebuild %d lost tile(s)", len(plan), len(missing)
-        )
+
+    # ---- cancelling -------------------------------------------------------------------------
+    def cancel(self) -> int:
+        """Stop the work sent so far (Ctrl-C in an evaluation) and return once the workers
+        are idle: a task that has not started is skipped, one running finishes. Returns
+        how many tasks were skipped. Their outputs (and those of tasks that read them)
+        are made again from their lineage, like a dead worker's blocks, but only when a
+        task or fetch reads them (:meth:`_remake`): the arrays of the interrupted
+        evaluation stay whole, and the next operation does not wait for them.
+
+        Workers skip by :class:`StopFlag`, which those on other hosts than the driver's
+        cannot read: they finish what they were sent. ``ray.cancel`` does not apply to
+        these calls: it would drop a queued actor call, and a dropped call that posts a
+        letter leaves that letter's reader, already running on another worker, waiting
+        for it (:mod:`~spartan.backend.channel`)."""
+        if not self.actors or not ray.is_initialized():
+            return 0
+        if self._stop is not None:
+            self._stop.raise_to(self._cancels + 1)
+        try:
+            return self._drain()
+        except KeyboardInterrupt:
+            # interrupted again: the work sent is left to finish, and every block logged
+            # since the last wait that ended is made again before it is read
+            made = self.lineage.made_by
+            self._unmade.update(
+                (key, w)
+                for key, holders in self.where.items()
+                for w in holders
+                if (rec := made.get((key, w))) is not None and rec.seq > self._settled
+            )
+            self._inflight = []
+            raise KeyboardInterrupt(
+                "spartan: interrupted again; the work sent is left to finish"
+            ) from None
+        finally:
+            self._cancels += 1
+
+    def _drain(self) -> int:
+        """:meth:`cancel` once the workers were told: the rest is sent (and skipped),
+        then each worker says, after all it was sent, which of its blocks are unmade."""
+        # what is held or queued goes out too: its posts are still made, for readers
+        # sent already, and its deletes
+        self._cancelling = True
+        try:
+            self.release_held()
+        finally:
+            self._cancelling = False
+        self._lands.clear()
+        self._landed = None
+        self._refs.clear()  # (the results the interrupted lowering waited for)
+        keys: dict[int, list[Key]] = {}
+        for key, holders in self.where.items():
+            for w in holders:
+                keys.setdefault(w, []).append(key)
+        asked = {
+            w: a.unmade.remote(pickle.dumps(keys.get(w, []), protocol=5))
+            for w, a in enumerate(self.actors)
+        }
+        skipped = 0
+        for w, ref in asked.items():
+            try:
+                unmade, n = ray.get(ref)
+            except LOSS_ERRORS as error:  # the next wait replaces it
+                log.debug("spartan: worker %d did not answer after a cancel: %s", w, error)
+                continue
+            self._unmade.update((key, w) for key in unmade)
+            skipped += n
+        self._inflight = []
+        self._last = {}  # idle (their futures may not have heard yet)
+        self._settled = self._logged
+        for w in self._on_board:  # (a call whose sending was interrupted went uncounted)
+            self._calls[w] = self._board.finished(w)
+        return skipped
+
+    def _held_by(self, reads: Iterable[tuple[Key, int | None]]) -> list[tuple[Key, int]]:
+        """``(key, worker)`` of the block each read ``(key, near)`` gets
+        (:meth:`~spartan.backend.master.Master.owner`); unknown keys left out."""
+        out = []
+        for key, near in reads:
+            holders = self.where.get(key)
+            if holders:
+                out.append((key, near if near in holders else holders[0]))
+        return out
+
+    def _remake(self, pairs: Iterable[tuple[Key, int]]) -> None:
+        """Make again the blocks among ``pairs`` (``(key, worker)``) that cancelled tasks
+        left unmade (:meth:`cancel`), by sending the tasks that made them again (and
+        those that made their inputs, where they are gone too), before their readers."""
+        unmade, where = self._unmade, self.where
+        wanted = {pair for pair in pairs if pair in unmade}
+        if not wanted:
+            return
+        # held deletes and posts go first: a rebuilt intermediate must not meet the
+        # delete of its first making on the way to its reader
+        for w in list(self._held):
+            self._release(w)
+
+        def exists(key: Key, w: int) -> bool:
+            return w in where.get(key, ()) and (key, w) not in unmade
+
+        try:
+            plan = self.lineage.replay_plan(wanted, exists)
+        except LookupError as err:
+            key, _ = err.args[0]
+            raise RuntimeError(
+                f"tile {key!r}, left unmade by an interrupted evaluation, cannot be made "
+                "again: no task or checkpoint made it"
+            ) from None
+        self._rerun(plan, set(where))
+        log.info("spartan: re-ran %d task(s) an interrupted evaluation skipped", len(plan))
 
     # ---- the rest of the API ---------------------------------------------------------------
     def delete(self, keys: Sequence[Key]) -> None:
@@ -1018,6 +1277,10 @@ class RayBackend(Master):
             for k in keys
             for w in self.where.get(k, ())
         )
+        if self._unmade:
+            for k in keys:
+                for w in self.where.get(k, ()):
+                    self._unmade.discard((k, w))
         super().delete(keys)
         # the log would otherwise keep every block's lineage, and every put's data in
         # the object store, for the whole session; pruning is linear in the log, so it
@@ -1138,6 +1401,9 @@ class RayBackend(Master):
             self._mailbox.close()
         if self._board is not None:
             self._board.close()
+        if self._stop is not None:
+            self._stop.close()
+        self._unmade = set()
 
 
 def worker_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -1245,14 +1511,16 @@ def _get_with_progress(refs: list[Any]) -> list[Any]:
 
         bar = tqdm(total=total, initial=done, desc="spartan", unit="task", leave=False)
     last_log = time.monotonic()
-    while rest:
-        ready, rest = ray.wait(rest, num_returns=len(rest), timeout=0.5)
-        done += len(ready)
+    try:
+        while rest:
+            ready, rest = ray.wait(rest, num_returns=len(rest), timeout=0.5)
+            done += len(ready)
+            if bar is not None:
+                bar.update(len(ready))
+            elif time.monotonic() - last_log > 5:
+                log.info("spartan: %d/%d tasks done", done, total)
+                last_log = time.monotonic()
+    finally:  # (Ctrl-C: the bar goes too)
         if bar is not None:
-            bar.update(len(ready))
-        elif time.monotonic() - last_log > 5:
-            log.info("spartan: %d/%d tasks done", done, total)
-            last_log = time.monotonic()
-    if bar is not None:
-        bar.close()
+            bar.close()
     return ray.get(refs)

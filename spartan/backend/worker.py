@@ -6,8 +6,13 @@ The same class runs in-process (:mod:`spartan.backend.local`) and as a Ray actor
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import importlib.util
 import math
 import os
+import sys
+import types
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -46,6 +51,185 @@ class TaskFailed:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class TaskCancelled(Exception):
+    """Why a task did not run: the driver cancelled the work it was part of (Ctrl-C).
+    Stored, in a :class:`TaskFailed`, under the task's outputs; the driver makes those
+    blocks again before anything reads them."""
+
+
+def cancelled(block: Any) -> bool:
+    """Whether ``block`` is what a cancelled task left instead of its output."""
+    return isinstance(block, TaskFailed) and isinstance(block.error, TaskCancelled)
+
+
+# ---- user functions -------------------------------------------------------------------
+# A user's function (``spartan.map``'s, ``fold``'s ...) runs inside a task. Its exception
+# keeps its type and message, gains a note naming the function and the tile, and records
+# the user's frames: a failed task stores the exception without its traceback (the frames
+# would keep the task's blocks alive), and Ray could not send one anyway, so the driver
+# rebuilds a traceback of those frames (:func:`with_user_frames`) when it re-raises.
+
+#: the output keys of the task this worker is running (a user function's errors name them)
+_task_outputs: contextvars.ContextVar[Sequence[Key]] = contextvars.ContextVar(
+    "spartan_task_outputs", default=()
+)
+
+
+@functools.cache
+def _not_user() -> tuple[str, ...]:
+    """The directories of spartan's and Ray's own files (their frames are not the user's)."""
+    dirs = []
+    for name in ("spartan", "ray"):
+        spec = importlib.util.find_spec(name)
+        dirs += [os.path.join(d, "") for d in (spec and spec.submodule_search_locations) or ()]
+    return tuple(dirs)
+
+
+def name_of(fn: Any) -> str:
+    """How errors name a user's function: its qualified name, else its repr.
+
+    >>> name_of(np.linalg.norm), name_of(functools.partial(max, 0))
+    ('norm', 'functools.partial(<built-in function max>, 0)')
+    """
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else repr(fn)
+
+
+def task_tiles() -> str:
+    """The tiles the running task makes, by index (from its output keys).
+
+    >>> task_tiles()                    # outside a task
+    'a task'
+    """
+    idxs = []
+    for key in _task_outputs.get():
+        last = key[-1] if isinstance(key, tuple) and key else None
+        if isinstance(last, tuple) and all(isinstance(i, int) for i in last) and last not in idxs:
+            idxs.append(last)
+    if not idxs:
+        return "a task" if not _task_outputs.get() else f"the task making {_task_outputs.get()!r}"
+    shown = ", ".join(str(i) for i in idxs[:3]) + (", ..." if len(idxs) > 3 else "")
+    return f"output tile{'s' if len(idxs) > 1 else ''} {shown}"
+
+
+def box_text(box: Sequence[tuple[int, int]]) -> str:
+    """A global extent as NumPy slices.
+
+    >>> box_text(((0, 2), (4, 6)))
+    '[0:2, 4:6]'
+    """
+    return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]"
+
+
+def call_user(what: str, fn: Callable[..., Any], *args: Any, where: str | None = None) -> Any:
+    """``fn(*args)``, where ``fn`` is (or calls) user code: an exception it raises goes on
+    with a note naming ``what`` and ``where`` (default: the task's tiles) and the user's
+    frames recorded for the driver.
+
+    >>> call_user("spartan.map(f)", int, "x", where="tile (0,)")
+    Traceback (most recent call last):
+    ValueError: invalid literal for int() with base 10: 'x'
+    in spartan.map(f), tile (0,)
+    """
+    try:
+        return fn(*args)
+    except Exception as error:
+        if getattr(error, "_spartan_frames", None) is None:  # the innermost call names it
+            note(error, f"in {what}, {where or task_tiles()}")
+            try:
+                error._spartan_frames = _user_frames(error.__traceback__)  # type: ignore[attr-defined]
+            except AttributeError:  # an exception type without attributes: no frames
+                pass
+        raise
+
+
+def note(error: BaseException, text: str) -> None:
+    """Add ``text`` to how ``error`` prints (PEP 678; nothing before Python 3.11).
+
+    >>> e = KeyError("k"); note(e, "in spartan.map(f), output tile (0, 1)"); e.__notes__
+    ['in spartan.map(f), output tile (0, 1)']
+    """
+    if hasattr(error, "add_note"):
+        error.add_note(text)
+
+
+def _user_frames(tb: types.TracebackType | None) -> tuple[tuple[str, int, str], ...]:
+    """``(file, line, function)`` of each frame of ``tb`` outside spartan and Ray."""
+    import traceback  # (imported on failure: dis and traceback cost a worker 0.2 MB at start)
+
+    return tuple(
+        (f.f_code.co_filename, lineno, f.f_code.co_name)
+        for f, lineno in traceback.walk_tb(tb)
+        if not f.f_code.co_filename.startswith(_not_user())
+    )
+
+
+def with_user_frames(error: BaseException) -> BaseException:
+    """``error`` with a traceback of the user's frames recorded where it was raised (on a
+    worker), to be raised on the driver: those frames then follow the driver's own.
+
+    >>> import traceback
+    >>> def f(t):
+    ...     raise KeyError(t)
+    >>> try:
+    ...     call_user("spartan.map(f)", f, 1, where="tile (0,)")
+    ... except KeyError as e:
+    ...     error = e.with_traceback(None)  # as a failed task stores it
+    >>> [frame.name for frame in traceback.extract_tb(with_user_frames(error).__traceback__)]
+    ['f']
+    """
+    frames = getattr(error, "_spartan_frames", None)
+    if not frames:
+        return error
+    tb = None
+    try:
+        for filename, lineno, name in reversed(frames):
+            frame, lasti = _stand_in_frame(filename, lineno, name)
+            tb = types.TracebackType(tb, frame, lasti, lineno)
+    except Exception:  # noqa: BLE001 -- a traceback is a courtesy; the error itself goes on
+        return error
+    return error.with_traceback(tb)
+
+
+def _stand_in_frame(filename: str, lineno: int, name: str) -> tuple[types.FrameType, int]:
+    """A frame of a function ``name`` in ``filename``, stopped at line ``lineno``, and the
+    instruction it stopped at (-1: none), for a traceback entry of that line.
+
+    Its code calls a function that spans the whole source line, so a printed traceback
+    shows the user's line without carets under a part of it."""
+    import dis
+    import linecache
+
+    text = linecache.getline(filename, lineno).rstrip()
+    indent = len(text) - len(text.lstrip())
+    width = len(text.encode()) - indent
+    call = "h(" + " " * max(0, width - 3) + ")"
+    if indent == 0 and lineno >= 1:
+        source = "\n" * (lineno - 1) + call
+    elif lineno >= 2:  # an indented line, inside a block
+        source = "if 1:" + "\n" * (lineno - 1) + " " * indent + call
+    else:
+        source, text = "h()", ""
+    code = compile(source, filename, "exec")
+    names = {"co_name": name}
+    if sys.version_info >= (3, 11):
+        names["co_qualname"] = name
+    code = code.replace(**names)
+    frames: list[types.FrameType] = []
+    exec(code, {"h": lambda: frames.append(sys._getframe(1)), "__name__": name})
+    lasti = -1
+    if text and sys.version_info >= (3, 11):
+        lasti = next(
+            (
+                i.offset
+                for i in dis.get_instructions(code)
+                if i.opname == "CALL" and i.positions is not None and i.positions.lineno == lineno
+            ),
+            -1,
+        )
+    return frames[0], lasti
 
 
 def take(block: Any, src: tuple, perm: tuple[int, ...] | None) -> Any:
@@ -203,6 +387,7 @@ class Worker:
         than raising, so the driver re-raises the user's own exception, not Ray's."""
         self.counters["tasks"] += 1
         self.tag = tag
+        running = _task_outputs.set(outputs)
         try:
             args = self._gather(inputs, remote, remote_nodes, getattr(fn, "row_stacks", ()))
             value = fn(*args)
@@ -223,6 +408,8 @@ class Worker:
             for key in outputs:
                 self._set(key, failed)
             return failed
+        finally:
+            _task_outputs.reset(running)
 
     def _gather(
         self,

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from spartan.backend import session
-from spartan.backend.base import Backend, Region
+from spartan.backend.base import Backend, Region, interrupted
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
@@ -41,6 +41,18 @@ def pending_order(roots: Sequence[Expr]) -> list[Expr]:
         stack.append((node, True))
         stack.extend((c, False) for c in reversed(node.children))
     return order
+
+
+def too_deep(expr: Expr) -> bool:
+    """Whether ``expr``'s pending graph has a path of more than
+    ``config.max_graph_depth`` unevaluated nodes: evaluate it now (as with
+    ``config.max_graph_size``). ``Expr.depth`` was counted when each node was made, so
+    it may count inputs evaluated since: the depths are counted again before saying yes."""
+    if expr.depth <= config.max_graph_depth:
+        return False
+    for node in pending_order([expr]):
+        node.depth = 1 + max((c.depth for c in node.children if c.data is None), default=0)
+    return expr.depth > config.max_graph_depth
 
 
 def fusable(
@@ -89,16 +101,25 @@ def fusable(
 
 
 def _replicated_reads(node: Expr, tilings: dict[int, Tiling], fused: set[int]) -> bool:
-    """Whether ``node`` is replicated and so is every array its tasks would read."""
+    """Whether ``node`` is replicated and so is every array its tasks would read (the
+    fused maps inside it are walked without recursion: a chain is as deep as its loop)."""
 
     def replicated(e: Expr) -> bool:
         tiling = e.data.tiling if e.data is not None and not e.is_view else tilings.get(e.uid)
         return tiling is not None and tiling.replicated
 
-    return replicated(node) and all(
-        _replicated_reads(c, tilings, fused) if c.uid in fused else replicated(c)
-        for c in node.children
-    )
+    stack, seen = [node], {node.uid}
+    while stack:
+        e = stack.pop()
+        if not replicated(e):
+            return False
+        for c in e.children:
+            if c.uid in fused and c.uid not in seen:
+                seen.add(c.uid)
+                stack.append(c)
+            elif c.uid not in fused and not replicated(c):
+                return False
+    return True
 
 
 def evaluate(*exprs: Expr) -> None:
@@ -118,27 +139,49 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
     # the temporaries an evaluation frees (most when its graph goes) leave each worker
     # as one message, not one per array
     with backend.batching_deletes():
-        start = time.perf_counter()
-        lowered, planned = _lower(order, exprs, backend, {e.uid for e in fetch})
-        regions = [_region(e, full_box(e.shape)) for e in fetch]
-        # the fetched arrays' tasks, held back by _lower, go out knowing that their
-        # tiles are fetched: they can deliver them as they finish
-        backend.flush(regions)
-        for node in lowered:
-            node.done()
-        saving = lowered if periodic.due() else []
-        # the graph's last references: its temporaries are freed behind the tasks just
-        # sent, while they run, not after the wait (with the counters, ~3.7 ms of CG's)
-        del order, lowered
-        # learn real update costs for next time, while they may still change
-        if planned is not None and planned.worth_measuring():
-            # promised now, the counters are asked behind the fetch and are there by
-            # the next plan
-            planning.learn_later(planned, backend.stats_later(planned.tags))
-        out = backend.wait(regions)
-        periodic.after(saving)
+        try:
+            start = time.perf_counter()
+            lowered, planned = _lower(order, exprs, backend, {e.uid for e in fetch})
+            regions = [_region(e, full_box(e.shape)) for e in fetch]
+            # the fetched arrays' tasks, held back by _lower, go out knowing that their
+            # tiles are fetched: they can deliver them as they finish
+            backend.flush(regions)
+            for node in lowered:
+                node.done()
+            saving = lowered if periodic.due() else []
+            # the graph's last references: its temporaries are freed behind the tasks
+            # just sent, while they run, not after the wait (with the counters, ~3.7 ms
+            # of CG's)
+            order = lowered = None
+            # learn real update costs for next time, while they may still change
+            if planned is not None and planned.worth_measuring():
+                # promised now, the counters are asked behind the fetch and are there by
+                # the next plan
+                planning.learn_later(planned, backend.stats_later(planned.tags))
+            out = backend.wait(regions)
+            periodic.after(saving)
+        except KeyboardInterrupt as interrupt:
+            raise _interrupted(backend, interrupt, order) from None
     log.debug("evaluated in %.3f s", time.perf_counter() - start)
     return out
+
+
+def _interrupted(
+    backend: Backend, interrupt: KeyboardInterrupt, order: Sequence[Expr] | None
+) -> KeyboardInterrupt:
+    """Ctrl-C in an evaluation: the work sent is cancelled (by the wait it stopped, or
+    here), and what the user sees is a one-line note, not that wait's traceback.
+    ``order``: the graph, if it was still being lowered. A node lowered already keeps
+    its tiles (the backend makes those of cancelled tasks again when they are read);
+    one whose lowering was cut off has none (tiles are set once all their tasks are
+    submitted) and stays pending, its inputs kept."""
+    if getattr(interrupt, "spartan_cancelled", None) is None:
+        cancel = getattr(backend, "cancel", None)
+        interrupt = interrupted(cancel() if cancel is not None else 0)
+    for node in order or ():
+        if node.data is not None and not node.is_view:
+            node.done()
+    return interrupt.with_traceback(None)  # (the frames of the backend's wait go)
 
 
 def _lower(
@@ -190,7 +233,11 @@ def compute(*exprs: Expr) -> list[np.ndarray]:
     out = _evaluate_then_fetch(exprs, exprs)
     if out is None:  # nothing to evaluate
         regions = [_region(e, full_box(e.shape)) for e in exprs]  # (see gather)
-        out = session.current().wait(regions)
+        backend = session.current()
+        try:
+            out = backend.wait(regions)
+        except KeyboardInterrupt as interrupt:
+            raise _interrupted(backend, interrupt, None) from None
     return out
 
 
@@ -209,4 +256,4 @@ def _region(expr: Expr, box: Box) -> Region:
     return Region(box_shape(box), expr.dtype, tuple(read_pieces(expr, box, -1)))
 
 
-__all__ = ["compute", "evaluate", "to_numpy", "gather"]
+__all__ = ["compute", "evaluate", "to_numpy", "gather", "too_deep"]
