@@ -201,6 +201,23 @@ class Place:
         return [(self.loc, value)]
 
 
+def filled(base: Array, value: Any) -> Array:
+    """``value`` broadcast to ``base``'s shape and cast to its dtype, as NumPy assigns."""
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import broadcast_to
+
+    v = asarray(value)
+    try:
+        np.broadcast_shapes(v.shape, base.shape)
+    except ValueError:
+        raise ValueError(
+            f"could not broadcast input array from shape {v.shape} into shape {base.shape}"
+        ) from None
+    if v.dtype != base.dtype:
+        v = v.astype(base.dtype)
+    return v if v.shape == base.shape else broadcast_to(v, base.shape)
+
+
 def place(base: Array, vm: ViewMap, value: Any) -> Array:
     """``base`` with the elements the strided view ``vm`` selects set to ``value``
     (broadcast to the view's shape and cast to the base's dtype, as NumPy assigns)."""
@@ -273,6 +290,15 @@ def write(x: Array, key: Any, value: Any) -> None:
 
     if x._buf.readonly:
         raise ValueError(x._buf.readonly)
+    if (
+        not x._path
+        and is_basic(key)
+        and ViewMap.from_index(x.shape, key) == ViewMap.identity(x.shape)
+    ):
+        # every element (x += 1, x[...] = y): the value is the new contents, so a loop
+        # of such updates stays one chain of element-wise maps, fused
+        x._buf.expr = filled(x, value)._expr
+        return
     base = Array(x._buf.expr)
     x._buf.expr = written(base, x._path, key, value)._expr
 

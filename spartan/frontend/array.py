@@ -62,6 +62,11 @@ class Array:
             expr.pending = len(pending_order([expr]))
             if expr.pending > config.max_graph_size:
                 self.evaluate()
+        if expr.depth > config.max_graph_depth:  # a long loop: before recursion could matter
+            from spartan.frontend.evaluate import too_deep
+
+            if too_deep(expr):
+                self.evaluate()
 
     @classmethod
     def _local(cls, values: np.ndarray) -> Array:

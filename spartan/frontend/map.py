@@ -27,18 +27,68 @@ Tree = tuple  # ("in", i) | ("const", value) | (fn, (subtrees...))
 COPY = (identity, (("in", 0),))
 
 
+#: a kernel step: (IN, input index), (CONST, value) or (CALL, function, argument count)
+IN, CONST, CALL = 0, 1, 2
+Steps = tuple  # of steps, inputs before the calls that take them (postfix)
+
+
+def steps_of(tree: Tree) -> Steps:
+    """``tree`` in postfix order, walked without recursion: a fused chain is as deep as
+    the loop that built it, and the flat steps also pickle without recursing (a nested
+    tree pickles one C call per level, which counts against Python's recursion limit).
+
+    >>> steps_of((np.add, (("in", 0), ("const", 1))))
+    ((0, 0), (1, 1), (2, <ufunc 'add'>, 2))
+    """
+    out: list[tuple] = []
+    stack = [tree]
+    while stack:  # right-to-left preorder, reversed below: children before parents
+        node = stack.pop()
+        head = node[0]
+        if isinstance(head, str):
+            out.append((IN, node[1]) if head == "in" else (CONST, node[1]))
+        else:
+            out.append((CALL, head, len(node[1])))
+            stack.extend(node[1])
+    out.reverse()
+    return tuple(out)
+
+
+#: the steps of :data:`COPY`
+COPY_STEPS = steps_of(COPY)
+
+
+def run_steps(steps: Steps, blocks: Sequence[Any]) -> Any:
+    """The value of a kernel's steps over ``blocks`` (an explicit stack, no recursion)."""
+    stack: list[Any] = []
+    for step in steps:
+        kind = step[0]
+        if kind == IN:
+            stack.append(blocks[step[1]])
+        elif kind == CONST:
+            stack.append(step[1])
+        else:
+            n = step[2]
+            if n == 1:
+                stack[-1] = step[1](stack[-1])
+            else:
+                args = stack[len(stack) - n :]
+                del stack[len(stack) - n :]
+                stack.append(step[1](*args))
+    return stack[0]
+
+
 def run_tree(tree: Tree, blocks: Sequence[Any]) -> Any:
-    head = tree[0]
-    if isinstance(head, str):
-        return blocks[tree[1]] if head == "in" else tree[1]
-    return head(*(run_tree(t, blocks) for t in tree[1]))
+    """``tree`` over ``blocks`` (see :func:`steps_of`)."""
+    return run_steps(steps_of(tree), blocks)
 
 
 class Kernel:
     """The task function of a (fused) map: ``tree`` over the input blocks."""
 
     def __init__(self, tree: Tree, dtype: np.dtype, elementwise: bool) -> None:
-        self.tree = tree
+        #: the tree as flat postfix steps: run, and pickled, without recursion
+        self.steps = steps_of(tree)
         self.dtype = dtype
         self.elementwise = elementwise
         self._shaped: dict[tuple[int, ...], Kernel] = {}
@@ -48,14 +98,15 @@ class Kernel:
         """The same kernel producing a block of ``shape`` (one object per tile shape)."""
         k = self._shaped.get(shape)
         if k is None:
-            k = Kernel(self.tree, self.dtype, self.elementwise)
+            k = Kernel.__new__(Kernel)
+            k.__setstate__(self.__getstate__())
             k.shape = shape
             self._shaped[shape] = k
         return k
 
     def __getstate__(self) -> dict:
         return {
-            "tree": self.tree,
+            "steps": self.steps,
             "dtype": self.dtype,
             "elementwise": self.elementwise,
             "shape": self.shape,
@@ -68,7 +119,7 @@ class Kernel:
         shape = self.shape
         rows = shape[0] if shape else 0
         xp = array_module(*blocks)
-        block = blocks[0] if self.tree == COPY else None
+        block = blocks[0] if len(self.steps) == 2 and self.steps == COPY_STEPS else None
         if isinstance(block, xp.ndarray) and block.shape == shape and block.dtype == self.dtype:
             # a region assembled from several pieces is new memory: it is the tile (copying
             # it again took half of an 8000^2 re-tiling's time); a view of one block is copied
@@ -79,9 +130,9 @@ class Kernel:
             full = [b.ndim == len(shape) and b.shape[0] == rows for b in blocks]
             for lo in range(0, rows, step):
                 part = [b[lo : lo + step] if f else b for b, f in zip(blocks, full)]
-                out[lo : lo + step] = run_tree(self.tree, part)
+                out[lo : lo + step] = run_steps(self.steps, part)
             return out
-        result = xp.asarray(run_tree(self.tree, blocks))
+        result = xp.asarray(run_steps(self.steps, blocks))
         if result.shape != shape:
             result = xp.broadcast_to(result, shape)
         return result.astype(self.dtype, copy=False)
@@ -110,18 +161,31 @@ class Map(Expr):
         return f"map({self.name})"
 
     def tree(self, ctx: Lowering, leaves: list[Expr]) -> Tree:
-        """This map's function tree, inlining fused input maps; collects the leaves."""
-        subtrees = []
-        for op in self.operands:
-            if not isinstance(op, Expr):
-                subtrees.append(("const", op))
-            elif ctx.is_fused(op):
-                subtrees.append(op.tree(ctx, leaves))
+        """This map's function tree, inlining fused input maps; collects the leaves in
+        the order a left-to-right walk meets them. Walked without recursion: a fused
+        chain is as deep as the loop that built it."""
+        index = {id(leaf): i for i, leaf in enumerate(leaves)}
+        done: list[Tree] = []  # finished subtrees; a map's operands' are the last ones
+        stack: list[tuple[bool, Any]] = [(False, self)]  # (build?, map or operand)
+        while stack:
+            build, item = stack.pop()
+            if build:
+                n = len(item.operands)
+                subtrees = tuple(done[len(done) - n :])
+                del done[len(done) - n :]
+                done.append((item.fn, subtrees))
+            elif not isinstance(item, Expr):
+                done.append(("const", item))
+            elif item is self or ctx.is_fused(item):
+                stack.append((True, item))
+                stack.extend((False, op) for op in reversed(item.operands))
             else:
-                if not any(leaf is op for leaf in leaves):
-                    leaves.append(op)
-                subtrees.append(("in", next(i for i, leaf in enumerate(leaves) if leaf is op)))
-        return (self.fn, tuple(subtrees))
+                i = index.get(id(item))
+                if i is None:
+                    i = index[id(item)] = len(leaves)
+                    leaves.append(item)
+                done.append(("in", i))
+        return done[0]
 
     def done(self) -> None:
         """Evaluated: drop the operands too (they would keep every earlier array of an
@@ -130,9 +194,14 @@ class Map(Expr):
         self.operands = ()
 
     def fully_elementwise(self, ctx: Lowering) -> bool:
-        return self.elementwise and all(
-            op.fully_elementwise(ctx) for op in self.children if ctx.is_fused(op)
-        )
+        """Whether this map and every fused map inside it are element-wise."""
+        stack: list[Expr] = [self]
+        while stack:
+            node = stack.pop()
+            if not node.elementwise:
+                return False
+            stack.extend(op for op in node.children if ctx.is_fused(op))
+        return True
 
     def lower(self, ctx: Lowering) -> None:
         leaves: list[Expr] = []

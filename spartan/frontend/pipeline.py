@@ -107,28 +107,37 @@ def row_pipelines(
     tiles = {node.uid for node in order if _tile_sink(node, tilings)}
     inside = {node.uid for node in order if node.uid not in root_ids and _row_local(node)}
     by_uid = {node.uid: node for node in order}
+
+    def keeps(uid: int) -> bool:
+        """Every reader of ``uid`` reads it by rows, from inside a pipeline or a sink."""
+        return all(
+            _reads_rows(reader, c, i, True)
+            if reader.uid in sums
+            else _reads_rows(reader, c, i, False) and (reader.uid in inside or reader.uid in tiles)
+            for reader, c, i in reads.get(uid, ())
+        )
+
+    def drop(work: list[int]) -> None:
+        """Drop nodes some reader cannot compute by rows, until none is left. Dropping a
+        node can only fail the nodes it reads, so only those are checked again (one
+        sweep over all of them per drop took quadratic time on a long chain)."""
+        while work:
+            uid = work.pop()
+            if uid in inside and not keeps(uid):
+                inside.discard(uid)
+                work.extend((c.base if c.is_view else c).uid for c in by_uid[uid].children)
+
+    drop(list(inside))
     while True:
-        changed = True
-        while changed:  # drop nodes some reader cannot compute by rows, until none is left
-            changed = False
-            for uid in list(inside):
-                if not all(
-                    _reads_rows(reader, c, i, True)
-                    if reader.uid in sums
-                    else _reads_rows(reader, c, i, False)
-                    and (reader.uid in inside or reader.uid in tiles)
-                    for reader, c, i in reads.get(uid, ())
-                ):
-                    inside.discard(uid)
-                    changed = True
         # a node several pipelines compute is recomputed by each: cheap element-wise work,
         # but the folds below it (k-means' labels) are narrow and costly to recompute
         # (they read a whole distance matrix), so those become tiles of their own
         shared = [uid for uid in inside if len({r.uid for r, _, _ in reads.get(uid, ())}) > 1]
-        narrow = {f for uid in shared for f in _folds_below(by_uid[uid], inside) if f in tiles}
+        narrow = {f for f in _folds_below([by_uid[uid] for uid in shared], inside) if f in tiles}
         if not narrow:
             break
         inside -= narrow
+        drop([(c.base if c.is_view else c).uid for f in narrow for c in by_uid[f].children])
     pipes: dict[int, list[RowInput]] = {}
     for node in order:
         sink = node.uid in sums
@@ -161,15 +170,18 @@ def chunk_rows(row_bytes: int, chunk_bytes: int) -> int:
     return max(1, chunk_bytes // max(1, row_bytes))
 
 
-def _folds_below(node: Expr, inside: set[int]) -> set[int]:
-    """The folds among the pipelined nodes ``node`` is computed from."""
+def _folds_below(nodes: Sequence[Expr], inside: set[int]) -> set[int]:
+    """The folds among the pipelined nodes any of ``nodes`` is computed from (each
+    visited once: a loop's shared operands would make a walk per path exponential)."""
     out: set[int] = set()
-    stack = [node]
+    seen: set[int] = set()
+    stack = list(nodes)
     while stack:
         n = stack.pop()
         for c in n.children:
             base = c.base if c.is_view else c
-            if base.uid in inside:
+            if base.uid in inside and base.uid not in seen:
+                seen.add(base.uid)
                 if isinstance(base, Fold):
                     out.add(base.uid)
                 stack.append(base)
@@ -275,35 +287,81 @@ def _aligned(reader: Expr, c: Expr) -> bool:
 
 
 def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
-    """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes."""
+    """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes. Built
+    without recursion (a pipelined chain is as deep as the loop that made it), its
+    leaves numbered in the order a left-to-right walk meets them."""
+    done: list[Tree] = []  # finished subtrees; a node's operands' are the last ones
+    # ("node", n): expand n; ("op", reader, c): operand c of reader; ("leaf", c, rowwise);
+    # ("const", value); ("build", n): n from its operands' subtrees; ("view", c): c over
+    # the subtree of its base
+    stack: list[tuple] = [("node", node)]
+    while stack:
+        item = stack.pop()
+        kind = item[0]
+        if kind == "node":
+            n = item[1]
+            stack.append(("build", n))
+            if isinstance(n, Map):
+                ops = [
+                    ("op", n, op) if isinstance(op, Expr) else ("const", op) for op in n.operands
+                ]
+            elif isinstance(n, Fold):
+                ops = [("op", n, n.children[0])]
+            else:
+                x, y = n.children
+                ops = [("op", n, x), ("leaf", y, False)]
+            stack.extend(reversed(ops))
+        elif kind == "op":
+            reader, c = item[1], item[2]
+            base = c.base if c.is_view else c
+            if not _aligned(reader, c):
+                done.append(_leaf(c, False, leaves))
+            elif base.uid in inside:
+                if c.is_view:
+                    stack.append(("view", c))
+                stack.append(("node", base))
+            else:
+                done.append(_leaf(c, True, leaves))
+        elif kind == "leaf":
+            done.append(_leaf(item[1], item[2], leaves))
+        elif kind == "const":
+            done.append(("const", item[1]))
+        elif kind == "view":
+            done.append(_view_tree(item[1], 0, done.pop()))
+        else:
+            n = item[1]
+            if isinstance(n, Map):
+                k = len(n.operands)
+                subs = tuple(done[len(done) - k :])
+                del done[len(done) - k :]
+                done.append(("map", n.fn, subs, n.dtype, n.shape[1:], n.uid))
+            elif isinstance(n, Fold):
+                direct = n.direct or _Finalized(n.local, n.final)
+                done.append(("fold", direct, n.axes, done.pop(), n.dtype, n.uid))
+            else:
+                y = done.pop()
+                done.append(("dot", n.f_join, done.pop(), y, n.dtype, n.uid))
+    return done[0]
 
-    def operand(c: Expr) -> Tree:
-        if not _aligned(node, c):
-            return _leaf(c, False, leaves)
-        base = c.base if c.is_view else c
-        if base.uid in inside:
-            sub = _tree(base, inside, leaves)
-            return _view_tree(c, 0, sub) if c.is_view else sub
-        return _leaf(c, True, leaves)
 
-    if isinstance(node, Map):
-        subs = tuple(operand(op) if isinstance(op, Expr) else ("const", op) for op in node.operands)
-        return ("map", node.fn, subs, node.dtype, node.shape[1:], node.uid)
-    if isinstance(node, Fold):
-        direct = node.direct or _Finalized(node.local, node.final)
-        return ("fold", direct, node.axes, operand(node.children[0]), node.dtype, node.uid)
-    x, y = node.children
-    return ("dot", node.f_join, operand(x), _leaf(y, False, leaves), node.dtype, node.uid)
+def _subtrees(tree: Tree) -> tuple:
+    """The subtrees a tree node is computed from."""
+    kind = tree[0]
+    if kind in ("leaf", "const"):
+        return ()
+    return {"map": tree[2], "fold": (tree[3],), "dot": (tree[2], tree[3]), "view": (tree[5],)}[kind]
 
 
 def _uids(tree: Tree) -> set[int]:
     """The pipelined nodes a tree computes."""
-    kind = tree[0]
-    if kind in ("leaf", "const"):
-        return set()
-    subs = {"map": tree[2], "fold": (tree[3],), "dot": (tree[2], tree[3]), "view": (tree[5],)}[kind]
-    own = {tree[-1]} if kind != "view" else set()
-    return own.union(*(_uids(s) for s in subs))
+    out: set[int] = set()
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t[0] in ("map", "fold", "dot"):
+            out.add(t[-1])
+        stack.extend(_subtrees(t))
+    return out
 
 
 def _leaf(c: Expr, rowwise: bool, leaves: list) -> Tree:
@@ -332,35 +390,91 @@ def _view_tree(view: Expr, axis: int, sub: Tree) -> Tree:
 #: (``first``: the global row of the group's row 0)
 Rows = Callable[[Sequence[Any], int, int, int], Any]
 
+#: a tree in postfix order, each node without its subtrees and with their count: flat,
+#: so tasks pickle it without recursing (a nested tree pickles one C call per level,
+#: which counts against Python's recursion limit)
+Steps = tuple
 
-def rows_of(tree: Tree) -> Rows:
-    """The function computing ``tree``'s rows, made by walking the tree once per task
-    instead of once per chunk (thousands of rows each): logistic regression in 0.5 MB
-    chunks took 0.35-0.38 s instead of 0.41 s.
+
+def flatten(tree: Tree) -> Steps:
+    """``tree`` as :data:`Steps`, walked without recursion.
+
+    >>> flatten(("view", (slice(None),), None, (4,), 0, ("leaf", 0, True)))
+    ((('leaf', 0, True), 0), (('view', (slice(None, None, None),), None, (4,), 0), 1))
+    """
+    out: list[tuple] = []
+    stack = [tree]
+    while stack:  # right-to-left preorder, reversed below: subtrees before their node
+        t = stack.pop()
+        subs = _subtrees(t)
+        kind = t[0]
+        if kind == "map":
+            node = ("map", t[1], t[3], t[4])  # (kind, fn, dtype, tail)
+        elif kind == "fold":
+            node = ("fold", t[1], t[2], t[4])  # (kind, direct, axes, dtype)
+        elif kind == "dot":
+            node = ("dot", t[1], t[4])  # (kind, f_join, dtype)
+        elif kind == "view":
+            node = t[:5]  # (kind, src, perm, shape, axis)
+        else:
+            node = t
+        out.append((node, len(subs)))
+        stack.extend(subs)
+    out.reverse()
+    return tuple(out)
+
+
+def rows_of(tree: Tree | Steps, flat: bool = False) -> Rows:
+    """The function computing ``tree``'s rows (``flat``: given as :data:`Steps`), made
+    once per task instead of once per chunk (thousands of rows each): logistic
+    regression in 0.5 MB chunks took 0.35-0.38 s instead of 0.41 s. It runs the steps
+    on a stack, without recursion: a pipelined chain is as deep as the loop that made it.
 
     >>> rows_of(("leaf", 0, True))([np.arange(6)], 2, 4, 0)
     array([2, 3])
     """
-    kind = tree[0]
+    steps = [(_step(node), n) for node, n in (tree if flat else flatten(tree))]
+    if len(steps) == 1:
+        return steps[0][0]  # a leaf or a constant
+
+    def rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        stack: list[Any] = []
+        for f, n in steps:
+            if n == 0:
+                stack.append(f(blocks, lo, hi, first))
+            elif n == 1:
+                stack[-1] = f((stack[-1],), lo, hi, first)
+            else:
+                args = stack[len(stack) - n :]
+                del stack[len(stack) - n :]
+                stack.append(f(args, lo, hi, first))
+        return stack[0]
+
+    return rows
+
+
+def _step(node: tuple) -> Rows:
+    """One node's step: ``f(xs, lo, hi, first)``, ``xs`` being the leaves' blocks for a
+    leaf or a constant, else the values of the node's subtrees."""
+    kind = node[0]
     if kind == "leaf":
-        i = tree[1]
-        if tree[2]:
+        i = node[1]
+        if node[2]:
             return lambda blocks, lo, hi, first: blocks[i][lo:hi]
         return lambda blocks, lo, hi, first: blocks[i]
     if kind == "const":
-        value = tree[1]
+        value = node[1]
         return lambda blocks, lo, hi, first: value
     if kind == "map":
-        return _map_rows(*tree[1:5])
+        return _map_rows(*node[1:])
     if kind == "fold":
-        return _fold_rows(*tree[1:5])
+        return _fold_rows(*node[1:])
     if kind == "dot":
-        return _dot_rows(*tree[1:5])
-    _, src, perm, shape, axis, sub = tree  # a view
-    part_of = rows_of(sub)
+        return _dot_rows(*node[1:])
+    _, src, perm, shape, axis = node  # a view
 
-    def view(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
-        part = part_of(blocks, lo, hi, first)[src]
+    def view(xs: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        part = xs[0][src]
         if perm is not None:
             part = part.transpose(perm)
         return part.reshape(shape[:axis] + (hi - lo,) + shape[axis + 1 :])
@@ -368,11 +482,9 @@ def rows_of(tree: Tree) -> Rows:
     return view
 
 
-def _map_rows(fn: Callable[..., Any], subs: Sequence[Tree], dtype: Any, tail: tuple) -> Rows:
-    args_of = [rows_of(s) for s in subs]
-
-    def map_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
-        out = fn(*[f(blocks, lo, hi, first) for f in args_of])
+def _map_rows(fn: Callable[..., Any], dtype: Any, tail: tuple) -> Rows:
+    def map_rows(xs: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        out = fn(*xs)
         shape = (hi - lo, *tail)
         if type(out) is np.ndarray and out.shape == shape and out.dtype == dtype:
             return out
@@ -385,11 +497,9 @@ def _map_rows(fn: Callable[..., Any], subs: Sequence[Tree], dtype: Any, tail: tu
     return map_rows
 
 
-def _fold_rows(direct: Callable[..., Any], axes: Any, sub: Tree, dtype: Any) -> Rows:
-    block_of = rows_of(sub)
-
-    def fold_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
-        block = block_of(blocks, lo, hi, first)
+def _fold_rows(direct: Callable[..., Any], axes: Any, dtype: Any) -> Rows:
+    def fold_rows(xs: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        (block,) = xs
         box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
         out = direct(block, axes, box)
         return array_module(out).asarray(out).astype(dtype, copy=False)
@@ -397,11 +507,9 @@ def _fold_rows(direct: Callable[..., Any], axes: Any, sub: Tree, dtype: Any) -> 
     return fold_rows
 
 
-def _dot_rows(f_join: Callable[..., Any], xsub: Tree, ysub: Tree, dtype: Any) -> Rows:
-    x_of, y_of = rows_of(xsub), rows_of(ysub)
-
-    def dot_rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
-        x, y = x_of(blocks, lo, hi, first), y_of(blocks, lo, hi, first)
+def _dot_rows(f_join: Callable[..., Any], dtype: Any) -> Rows:
+    def dot_rows(xs: Sequence[Any], lo: int, hi: int, first: int) -> Any:
+        x, y = xs
         ext = (
             Extent(((first + lo, first + hi), *((0, n) for n in x.shape[1:]))),
             Extent(tuple((0, n) for n in y.shape)),
@@ -416,12 +524,12 @@ class ChunkedJoin:
     """Runs ``f_join`` on one group in row chunks, computing pipelined inputs per chunk.
 
     ``layout`` has, per join input, ``None`` (one assembled block, cut along
-    ``axes[i]`` or passed whole) or a pipeline's tree with, per leaf, whether the leaf
-    is read by rows."""
+    ``axes[i]`` or passed whole) or a pipeline's tree (as :data:`Steps`) with, per
+    leaf, whether the leaf is read by rows."""
 
     def __init__(
         self,
-        layout: Sequence[tuple[Tree, tuple[bool, ...]] | None],
+        layout: Sequence[tuple[Steps, tuple[bool, ...]] | None],
         axes: Sequence[int],
         rows: int,
         twins: dict[int, int] | None = None,
@@ -437,7 +545,7 @@ class ChunkedJoin:
         layout, row_bytes = [], 0
         for i, (x, a) in enumerate(zip(join.children, join.axes)):
             if i in by_index:
-                layout.append((by_index[i].tree, by_index[i].rowwise))
+                layout.append((flatten(by_index[i].tree), by_index[i].rowwise))
                 row_bytes += by_index[i].row_bytes
             else:
                 layout.append(None)
@@ -462,7 +570,7 @@ class ChunkedJoin:
         self, f_join: Callable[..., Any], extents: Sequence[Extent], blocks: Sequence[Any]
     ) -> list[tuple[Any, Any]]:
         parts, step = self._split(blocks), self.rows
-        runs = [None if spec is None else rows_of(spec[0]) for spec in self.layout]
+        runs = [None if spec is None else rows_of(spec[0], flat=True) for spec in self.layout]
         n = next(ext.shape[a] for ext, a in zip(extents, self.axes) if a >= 0)
         out: list[tuple[Any, Any]] = []
         for lo in range(0, n, step):
@@ -512,14 +620,14 @@ class FoldRows:
     def __init__(  # noqa: ANN001
         self, ri: RowInput, local: Callable, combine: Callable, axes, box: Box, chunk_bytes: int
     ) -> None:
-        self.tree = ri.tree
+        self.steps = flatten(ri.tree)
         self.local, self.combine, self.axes, self.box = local, combine, axes, box
         self.rows = chunk_rows(ri.row_bytes, chunk_bytes)
         #: leaves read by rows may arrive in pieces (:class:`~spartan.backend.worker.RowStack`)
         self.row_stacks = ri.rowwise
 
     def __call__(self, *blocks: Any) -> Any:
-        first, rows = self.box[0][0], rows_of(self.tree)
+        first, rows = self.box[0][0], rows_of(self.steps, flat=True)
 
         def chunk(lo: int, hi: int) -> Any:
             return rows(blocks, lo, hi, first)
@@ -536,13 +644,13 @@ class FoldTile:
     def __init__(  # noqa: ANN001
         self, ri: RowInput, direct, axes, shape, dtype, groups, chunk_bytes: int
     ) -> None:
-        self.tree, self.nleaves = ri.tree, len(ri.leaves)
+        self.steps, self.nleaves = flatten(ri.tree), len(ri.leaves)
         self.direct, self.axes, self.shape, self.dtype = direct, axes, shape, dtype
         self.groups = groups
         self.rows = chunk_rows(ri.row_bytes + int(np.dtype(dtype).itemsize), chunk_bytes)
 
     def __call__(self, *blocks: Any) -> Any:
-        n, step, rows = self.nleaves, self.rows, rows_of(self.tree)
+        n, step, rows = self.nleaves, self.rows, rows_of(self.steps, flat=True)
         out = None
         for gi, (start, first, last) in enumerate(self.groups):
             bs = blocks[gi * n : (gi + 1) * n]

@@ -317,7 +317,11 @@ def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
     if e.is_view:
         return p.view(ins[0], e.vm, e.label)
     if isinstance(e, Map):
-        if tuple(np.broadcast_shapes(*(c.shape for c in e.children))) != e.shape:
+        shapes = [c.shape for c in e.children]
+        # (all inputs of the output's shape, the common case, broadcast to it: no call)
+        if any(s != e.shape for s in shapes or [()]) and (
+            tuple(np.broadcast_shapes(*shapes)) != e.shape
+        ):
             # broadcast to a larger shape: a free-tiled stand-in carries the output shape
             ins.append(p.source(e.shape, size, None, name="shape"))
         return p.map(*ins, itemsize=size, name=e.label)

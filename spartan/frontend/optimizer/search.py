@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import random
@@ -308,18 +309,32 @@ def _min_sum(
     order = _elimination_order(n, sizes, [s for s, _ in factors], limit)
     if order is None:
         return None
+    # the factors by number (in the order they were made) and, per var, the numbers of
+    # those over it: finding a var's factors by a scan of all of them took quadratic
+    # time in a long chain
+    live = dict(enumerate(factors))
+    over: list[set[int]] = [set() for _ in range(n)]
+    for fid, (scope, _) in live.items():
+        for x in scope:
+            over[x].add(fid)
     trace = []
     for v in order:
-        mine = [f for f in factors if v in f[0]]
-        factors = [f for f in factors if v not in f[0]]
+        ids = sorted(over[v])
+        mine = [live.pop(fid) for fid in ids]
+        for fid, (s, _) in zip(ids, mine):
+            for x in s:
+                over[x].discard(fid)
         scope = tuple(sorted({x for s, _ in mine for x in s} | {v}))
         total = np.zeros([sizes[x] for x in scope], dtype=np.int64)
         for s, t in mine:
             total = total + _expand(t, s, scope, sizes)
         pos = scope.index(v)
         trace.append((v, scope, total))
-        factors.append((scope[:pos] + scope[pos + 1 :], total.min(axis=pos)))
-    cost = int(sum(int(t) for s, t in factors))
+        fid = len(factors) + len(trace) - 1
+        live[fid] = (scope[:pos] + scope[pos + 1 :], total.min(axis=pos))
+        for x in live[fid][0]:
+            over[x].add(fid)
+    cost = int(sum(int(t) for s, t in live.values()))
     local = [0] * n
     for v, scope, total in reversed(trace):
         idx = tuple(slice(None) if x == v else local[x] for x in scope)
@@ -338,21 +353,35 @@ def _expand(
 def _elimination_order(
     n: int, sizes: list[int], scopes: list[tuple[int, ...]], limit: int
 ) -> list[int] | None:
-    """Greedy min-table-size order; ``None`` if a table would exceed ``limit``."""
+    """Greedy min-table-size order (ties: the lowest var); ``None`` if a table would
+    exceed ``limit``. A heap keyed by table size, with entries made stale by an
+    elimination skipped, finds each next var (a scan of all vars per step took
+    quadratic time in a long chain)."""
     adj: list[set[int]] = [set() for _ in range(n)]
     for s in scopes:
         for a in s:
             adj[a].update(x for x in s if x != a)
+
+    def table(x: int) -> int:
+        return sizes[x] * math.prod(sizes[u] for u in adj[x])
+
+    key = [table(x) for x in range(n)]
+    heap = [(k, x) for x, k in enumerate(key)]
+    heapq.heapify(heap)
     left = set(range(n))
     order = []
     while left:
-        v = min(left, key=lambda x: (sizes[x] * math.prod(sizes[u] for u in adj[x]), x))
-        if sizes[v] * math.prod(sizes[u] for u in adj[v]) > limit:
+        k, v = heapq.heappop(heap)
+        if v not in left or k != key[v]:
+            continue  # stale: v is gone or its table changed since
+        if k > limit:
             return None
         order.append(v)
         for a in adj[v]:
             adj[a].update(adj[v] - {a})
             adj[a].discard(v)
+            key[a] = table(a)
+            heapq.heappush(heap, (key[a], a))
         left.remove(v)
     return order
 
