@@ -106,9 +106,12 @@ def _run(data, make):
             text, f = _view(data.draw, a)
             log.append(f"{name}{text}")
             # NumPy's scalar (an integer for every axis) is a copy: a 0-d array here
-            got = f(a)
+            got, mine = f(a), f(x)
+            # an integer for every axis gives NumPy's scalar (a copy; spartan's too, for an
+            # array in the driver): go on with a 0-d array of it on both sides
             got = numpy.array(got) if isinstance(got, numpy.generic) else got
-            handles.append((f"{name}{text}", got, f(x)))
+            mine = sp.array(mine) if isinstance(mine, numpy.generic) else mine
+            handles.append((f"{name}{text}", got, mine))
         elif action == "copy":
             log.append(f"{name}.copy()")
             handles.append((f"{name}.copy()", a.copy(), x.copy()))

@@ -311,7 +311,7 @@ class Array:
         return spartan
 
     # ---- methods ---------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> Array:
+    def __getitem__(self, key: Any) -> Any:
         if self._np is not None:
             return small.getitem(self._np, key)
         from spartan.frontend import indexing

@@ -173,15 +173,19 @@ def call_method(values: np.ndarray, name: str, args: Any, kwargs: dict[str, Any]
     return wrap(getattr(values, name)(*args, **kwargs))
 
 
-def getitem(values: np.ndarray, key: Any) -> Array:
-    """``values[key]``: a NumPy view for a basic index, a copy otherwise (a spartan
-    array in the key is read through ``__array__``: it selects from a small array)."""
+def getitem(values: np.ndarray, key: Any) -> Any:
+    """``values[key]``: a NumPy view for a basic index, a copy otherwise, and NumPy's
+    scalar for an integer per axis, as NumPy gives it (a scalar loop runs at NumPy's
+    speed). A spartan array in the key is read through ``__array__``: it selects from
+    a small array, so it is small too."""
     out = values[key]
-    return Array._local(out if type(out) is np.ndarray else np.array(out))
+    return Array._local(out) if type(out) is np.ndarray else out
 
 
 def setitem(values: np.ndarray, key: Any, value: Any) -> None:
     """``values[key] = value`` in place (a distributed value is fetched first)."""
+    if isinstance(value, Array):
+        value = value._np if value._np is not None else value.to_numpy()
     values[key] = value
 
 
