@@ -58,7 +58,7 @@ def evaluate(*arrays: Array) -> Array | tuple[Array, ...]:
 
     >>> a, b = spartan.evaluate(x + 1, x * 2)     # doctest: +SKIP
     """
-    _evaluate(*(a._expr for a in arrays))
+    _evaluate(*(a._expr for a in arrays if a._np is None))  # (small ones are computed)
     return arrays[0] if len(arrays) == 1 else arrays
 
 
@@ -69,8 +69,12 @@ def compute(*arrays: Any) -> tuple[Any, ...]:
 
     >>> x_np, norm = spartan.compute(x, spartan.linalg.norm(x))   # doctest: +SKIP
     """
-    values = iter(_compute(*(a._expr for a in arrays if isinstance(a, Array))))
-    return tuple(next(values) if isinstance(a, Array) else a for a in arrays)
+    lazy = [a for a in arrays if isinstance(a, Array) and a._np is None]
+    values = iter(_compute(*(a._expr for a in lazy)))
+    return tuple(
+        (a.to_numpy() if a._np is not None else next(values)) if isinstance(a, Array) else a
+        for a in arrays
+    )
 
 
 def stats() -> dict[str, Any]:

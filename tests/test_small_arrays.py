@@ -127,6 +127,8 @@ def test_small_operations_do_not_start_ray():
         x = spartan.arange(100.0).reshape(10, 10)
         x[2] += 1
         assert float(x.sum()) == 4960.0, float(x.sum())
+        spartan.evaluate(x)
+        assert spartan.compute(x, 3)[0].shape == (10, 10)
         from spartan.backend import session
         assert session._current is None
         assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
