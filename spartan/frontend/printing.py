@@ -17,8 +17,8 @@ from spartan.frontend.evaluate import evaluate, gather
 def summary(x: Any) -> tuple[np.ndarray, bool]:
     """A small NumPy array that prints like ``x`` (and whether it is summarized)."""
     opts = np.get_printoptions()
-    if x.size <= opts["threshold"]:
-        return x.to_numpy(), False
+    if x.size <= opts["threshold"] or x._np is not None:  # (a small array: all in hand)
+        return x.to_numpy(), x.size > opts["threshold"]
     edge = opts["edgeitems"]
     evaluate(x._expr)
     parts = []  # per axis: [(src lo, src hi, dst lo)]
@@ -53,13 +53,15 @@ def array_str(x: Any) -> str:
 
 
 def array_html(x: Any) -> str:
-    """Jupyter view: shape, dtype, tiling and the tile-to-worker map (2-d grid)."""
-    evaluate(x._expr)
+    """Jupyter view: shape, dtype, tiling and the tile-to-worker map (2-d grid); a small
+    array says it is held in the driver."""
+    if x._np is None:
+        evaluate(x._expr)
     tiling = x.tiling
     rows = [
         f"<tr><th>shape</th><td>{x.shape}</td></tr>",
         f"<tr><th>dtype</th><td>{x.dtype}</td></tr>",
-        f"<tr><th>tiling</th><td>{tiling}</td></tr>",
+        f"<tr><th>tiling</th><td>{tiling or 'held in the driver'}</td></tr>",
         f"<tr><th>bytes</th><td>{x.nbytes:,}</td></tr>",
     ]
     grid = ""
