@@ -163,3 +163,25 @@ def test_spartan_operators_on_small_arrays_stay_in_the_driver():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_a_small_array_is_sent_again_only_after_a_write(driver):
+    big = sp.ones((8, 4), tiling="row")
+    w = sp.arange(4.0)
+    want = numpy.arange(4.0)
+    writes = [
+        lambda a: a.__setitem__(0, 10),
+        lambda a: a.__iadd__(1),
+        lambda a: a[1:].__setitem__(slice(None), 3),  # through a view of it
+        lambda a: numpy.copyto(a, 2.0),
+        lambda a: numpy.add(a, 1, out=a),
+        lambda a: a.sort(),
+        lambda a: numpy.negative.at(a, [0]),
+        lambda a: a.reshape(2, 2).__setitem__((1, 1), -4),
+    ]
+    for write in writes:
+        numpy.testing.assert_array_equal(numpy.asarray((big * w).sum(axis=0)), 8 * want)
+        assert w._expr is w._expr  # unchanged: the copy on the workers is used again
+        write(w)
+        write(want)
+        numpy.testing.assert_array_equal(numpy.asarray((big * w).sum(axis=0)), 8 * want)

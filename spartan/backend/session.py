@@ -268,6 +268,11 @@ def borrowed(backend: Backend) -> Iterator[Backend]:
             _current = before
 
 
+def peek() -> Backend | None:
+    """The current backend if there is one; never starts or waits for one."""
+    return _current
+
+
 def current() -> Backend:
     """The current backend: the one made current, else the background start's (waiting
     for what is left of it, and raising its exception if it failed), else a new default

@@ -48,9 +48,10 @@ class Array:
         self._path: tuple = ()
         self._derived: tuple | None = None
         self._np = _small_values(expr)
-        self._buf = None if self._np is not None else Buffer(expr)
         if self._np is not None:
+            self._buf = small.Memory()
             return
+        self._buf = Buffer(expr)
         # the workers will be needed: start them now, while the driver goes on
         session.start_in_background()
 
@@ -69,10 +70,12 @@ class Array:
                 self.evaluate()
 
     @classmethod
-    def _local(cls, values: np.ndarray) -> Array:
-        """A small array holding ``values`` (not copied: NumPy views stay views)."""
+    def _local(cls, values: np.ndarray, memory: Any = None) -> Array:
+        """A small array holding ``values`` (not copied: NumPy views stay views), in
+        ``memory`` (the :class:`~spartan.frontend.small.Memory` of the array it views)."""
         out = cls.__new__(cls)
-        out._np, out._buf, out._path, out._derived = values, None, (), None
+        out._np, out._path, out._derived = values, (), None
+        out._buf = small.Memory() if memory is None else memory
         return out
 
     def _linked(self, link: Any) -> Array:
@@ -95,9 +98,7 @@ class Array:
         """This array's expression: a view derived from its buffer's current contents,
         or, for a small array, a constant holding a copy of its values."""
         if self._np is not None:
-            from spartan.frontend.source import FromNumpy
-
-            return FromNumpy(self._np.copy())
+            return small.snapshot(self)
         if not self._path:
             return self._buf.expr
         derived = self._derived
@@ -313,14 +314,14 @@ class Array:
     # ---- methods ---------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         if self._np is not None:
-            return small.getitem(self._np, key)
+            return small.getitem(self, key)
         from spartan.frontend import indexing
 
         return indexing.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if self._np is not None:
-            small.setitem(self._np, key, value)
+            small.setitem(self, key, value)
             return
         from spartan.frontend import aliasing
 
@@ -340,21 +341,21 @@ class Array:
     def astype(self, dtype: Any, copy: bool = True) -> Array:
         if self._np is not None:
             out = self._np.astype(dtype, copy=copy)
-            return self if out is self._np else Array._local(out)
+            return self if out is self._np else Array._local(out)  # (a copy)
         return _ns().astype(self, dtype)
 
     def reshape(self, *shape: Any, order: str = "C") -> Array:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if self._np is not None:
-            return small.wrap(self._np.reshape(shape, order=order))
+            return small.wrap(self._np.reshape(shape, order=order), (self,))
         return _ns().reshape(self, shape, order=order)
 
     def transpose(self, *axes: Any) -> Array:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         if self._np is not None:
-            return Array._local(self._np.transpose(*axes))
+            return Array._local(self._np.transpose(*axes), self._buf)
         return _ns().transpose(self, axes or None)
 
     def retile(self, tiling: Any) -> Array:
@@ -382,7 +383,7 @@ def _method(name: str):
 
     def method(self, *args: Any, **kwargs: Any) -> Any:
         if direct and self._np is not None:
-            out = small.call_method(self._np, name, args, kwargs)
+            out = small.call_method(self, name, args, kwargs)
             if out is not small.NO:
                 return out
         return getattr(_ns(), name)(self, *args, **kwargs)
@@ -452,6 +453,7 @@ def _inplace(op: str):
             b = small.operand(other)
             if b is not small.NO:
                 uf(self._np, b, out=self._np)
+                self._buf.version += 1
                 return self
         from spartan.frontend import ufuncs
 

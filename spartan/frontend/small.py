@@ -31,6 +31,48 @@ from spartan.frontend.expr import Expr
 #: "this call is not one for the driver": the caller takes the distributed path
 NO = object()
 
+
+class Memory:
+    """The memory a small array and its NumPy views share, and how many writes it has
+    seen: a copy sent to the workers stays valid while the count is unchanged."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version = 0
+
+
+def snapshot(x: Array) -> Expr:
+    """``x``'s values as a constant of a distributed expression: a copy, sent to the
+    workers once and used again while ``x``'s memory sees no write (a small array used
+    in every step of a loop over a big one goes once). A copy handed out twice is
+    ``held``: a graph computed in the driver (:func:`computed_in_driver`) must not
+    evaluate it there, as another graph will read it on the workers."""
+    from spartan.frontend.source import FromNumpy
+
+    cached = x._derived
+    if cached is not None and cached[0] == x._buf.version:
+        expr = cached[1]
+        if expr.data is None or expr.data.backend is session.peek():
+            expr.held = True
+            return expr
+    expr = FromNumpy(x._np.copy())
+    x._derived = (x._buf.version, expr)
+    return expr
+
+
+def _root(values: np.ndarray) -> np.ndarray:
+    """The array whose memory ``values`` views (itself if it owns its memory)."""
+    while isinstance(values.base, np.ndarray):
+        values = values.base
+    return values
+
+
+#: NumPy functions and ndarray methods that write into an array argument
+WRITERS = frozenset(
+    "copyto put place putmask fill_diagonal at sort partition fill itemset resize".split()
+)
+
 _SCALARS = (int, float, complex, bool, np.generic)
 
 
@@ -51,16 +93,19 @@ def dtype_of(x: Any) -> np.dtype:
 
 def wrap(out: Any, inputs: tuple[Array, ...] = ()) -> Any:
     """A NumPy result as spartan returns it: arrays and NumPy scalars become arrays
-    (small ones stay in the driver, others go to the workers), an input handed back
-    (``asarray``, ``out=``) is that input's handle, containers are wrapped item by item."""
-    if type(out) is np.ndarray and not inputs and out.nbytes < config.local_below_bytes:
-        return Array._local(out)  # the common case first
+    (small ones stay in the driver, sharing the memory of the input they view; others
+    go to the workers), an input handed back (``asarray``, ``out=``) is that input's
+    handle, containers are wrapped item by item."""
     if isinstance(out, np.ndarray):
         for a in inputs:
             if a._np is out:
                 return a
         if out.nbytes < config.local_below_bytes:
-            return Array._local(out)
+            if out.base is None:
+                return Array._local(out)
+            root = _root(out)
+            memory = next((a._buf for a in inputs if _root(a._np) is root), None)
+            return Array._local(out, memory)
         from spartan.frontend.source import FromNumpy
 
         # it grew past the threshold: its own copy goes to the workers (a view would
@@ -97,6 +142,7 @@ def call(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` with NumPy in the driver when every spartan array
     among the arguments is small (and there is at least one); else :data:`NO`."""
     found: list[Array] = []
+    theirs = [a for a in args if isinstance(a, np.ndarray)]  # the user's own arrays
     try:
         args = [_unwrap(a, found) for a in args]
         kwargs = {k: _unwrap(v, found) for k, v in kwargs.items()}
@@ -104,7 +150,15 @@ def call(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
         return NO
     if not found:
         return NO
-    return wrap(func(*args, **kwargs), tuple(found))
+    out = func(*args, **kwargs)
+    if "out" in kwargs or getattr(func, "__name__", "") in WRITERS:
+        for a in found:  # (conservatively: every small array it was given)
+            a._buf.version += 1
+    if theirs and isinstance(out, np.ndarray):
+        # a spartan array never shares memory with a NumPy array of the user's
+        if any(np.may_share_memory(out, a) for a in theirs):
+            out = out.copy()
+    return wrap(out, tuple(found))
 
 
 def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -161,32 +215,51 @@ def computed_in_driver(expr: Expr) -> np.ndarray | None:
         return to_numpy(expr)
 
 
-def call_method(values: np.ndarray, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
-    """``values.name(*args, **kwargs)`` when no argument is a distributed array."""
+def call_method(x: Array, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
+    """``x.name(*args, **kwargs)`` with NumPy's ndarray method, when no argument is a
+    distributed array; else :data:`NO`."""
+    found: list[Array] = [x]
     if args or kwargs:
-        found: list[Array] = []
         try:
             args = [_unwrap(a, found) for a in args]
             kwargs = {k: _unwrap(v, found) for k, v in kwargs.items()}
         except _Distributed:
             return NO
-    return wrap(getattr(values, name)(*args, **kwargs))
+    out = getattr(x._np, name)(*args, **kwargs)
+    if name in WRITERS or "out" in kwargs:
+        for a in found:
+            a._buf.version += 1
+    return wrap(out, tuple(found))
 
 
-def getitem(values: np.ndarray, key: Any) -> Any:
-    """``values[key]``: a NumPy view for a basic index, a copy otherwise, and NumPy's
-    scalar for an integer per axis, as NumPy gives it (a scalar loop runs at NumPy's
-    speed). A spartan array in the key is read through ``__array__``: it selects from
-    a small array, so it is small too."""
-    out = values[key]
-    return Array._local(out) if type(out) is np.ndarray else out
+def getitem(x: Array, key: Any) -> Any:
+    """``x[key]``: a NumPy view for a basic index (sharing ``x``'s memory), a copy
+    otherwise, and NumPy's scalar for an integer per axis, as NumPy gives it (a scalar
+    loop runs at NumPy's speed). A spartan array in the key is read through
+    ``__array__``: it selects from a small array, so it is small too."""
+    out = x._np[key]
+    if type(out) is not np.ndarray:
+        return out
+    return Array._local(out, x._buf if out.base is not None else None)
 
 
-def setitem(values: np.ndarray, key: Any, value: Any) -> None:
-    """``values[key] = value`` in place (a distributed value is fetched first)."""
+def setitem(x: Array, key: Any, value: Any) -> None:
+    """``x[key] = value`` in place (a distributed value is fetched first)."""
     if isinstance(value, Array):
         value = value._np if value._np is not None else value.to_numpy()
-    values[key] = value
+    x._np[key] = value
+    x._buf.version += 1
 
 
-__all__ = ["NO", "call", "call_method", "wrap", "operand", "local_first", "getitem", "setitem"]
+__all__ = [
+    "NO",
+    "Memory",
+    "call",
+    "call_method",
+    "getitem",
+    "local_first",
+    "operand",
+    "setitem",
+    "snapshot",
+    "wrap",
+]
