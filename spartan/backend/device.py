@@ -61,6 +61,14 @@ def to_host(value: Any) -> Any:
     return value
 
 
+def asarray_in(xp: ModuleType, value: Any) -> Any:
+    """``value`` as an array of the array module ``xp`` (``numpy`` or ``cupy``), copied
+    between host and GPU memory where it lives on the other one."""
+    if xp is np:
+        return np.asarray(to_host(value))
+    return xp.asarray(value)
+
+
 def to_device(value: Any, device: str) -> Any:
     """``value`` with its NumPy arrays moved to ``device`` (structured dtypes stay on
     the host: CuPy has none)."""
@@ -110,6 +118,27 @@ def accumulate(ufunc: np.ufunc, block: Any, axis: int, dtype: Any) -> Any:
         return special[ufunc](block, axis=axis, dtype=dtype)
     out = ufunc.accumulate(to_host(block), axis=axis, dtype=dtype)  # rare: via the host
     return xp.asarray(out)
+
+
+def ufunc_at(ufunc: np.ufunc, out: Any, indices: Any, values: Any = None) -> Any:
+    """``ufunc.at(out, indices[, values])`` on either device; returns the array holding
+    the result: ``out`` itself, or a new one where CuPy lacks the method (it then runs
+    on the host)."""
+    args = () if ufunc.nin == 1 else (values,)
+    xp = array_module(out)
+    if xp is np:
+        ufunc.at(out, indices, *args)
+        return out
+    method = getattr(getattr(xp, ufunc.__name__, None), "at", None)
+    if method is not None and ufunc.nin == 2:
+        try:  # CuPy scatters add, subtract, maximum, minimum ... (it checks before writing)
+            method(out, xp.asarray(indices), xp.asarray(values))
+            return out
+        except (NotImplementedError, TypeError):
+            pass
+    host = to_host(out)
+    ufunc.at(host, to_host(indices), *(to_host(a) for a in args))
+    return xp.asarray(host)
 
 
 def sync_device() -> None:

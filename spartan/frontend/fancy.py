@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module, asarray_in
+from spartan.backend.device import ufunc_at as device_ufunc_at
 from spartan.frontend.array import Array
 from spartan.frontend.creation import arange, asarray
 from spartan.frontend.expr import Expr
@@ -34,26 +36,31 @@ from spartan.frontend.ufuncs import elementwise
 from spartan.tiling import Tiling, piece_of
 
 
-def _slab_of(idx: np.ndarray, n: int, parts: int) -> np.ndarray:
-    """The slab (of ``parts`` even pieces of ``n``) holding each index."""
+def _slab_of(idx: Any, n: int, parts: int) -> Any:
+    """The slab (of ``parts`` even pieces of ``n``) holding each index (an array of
+    ``idx``'s module: NumPy, or CuPy on a GPU worker)."""
+    xp = array_module(idx)
     p = (idx * parts) // max(n, 1)
-    bounds = (np.arange(parts + 1) * n) // parts
-    p = np.clip(p, 0, parts - 1)
+    bounds = (xp.arange(parts + 1) * n) // parts
+    p = xp.clip(p, 0, parts - 1)
     p += idx >= bounds[p + 1]
     p -= idx < bounds[p]
     return p
 
 
-def _checked(idx: np.ndarray, n: int, axis: int) -> np.ndarray:
-    idx = np.asarray(idx)
+def _checked(idx: Any, n: int, axis: int) -> Any:
+    """``idx`` with negative indices wrapped, as ``intp``; NumPy's IndexError for any
+    out of bounds (on either device: the array stays where it is)."""
+    xp = array_module(idx)
+    idx = xp.asarray(idx)
     if idx.dtype.kind not in "iu":
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
     bad = (idx < -n) | (idx >= n)
     if bad.any():
         raise IndexError(
-            f"index {int(idx[bad].flat[0])} is out of bounds for axis {axis} with size {n}"
+            f"index {int(idx[bad].ravel()[0])} is out of bounds for axis {axis} with size {n}"
         )
-    return np.where(idx < 0, idx + n, idx).astype(np.intp)
+    return xp.where(idx < 0, idx + n, idx).astype(np.intp)
 
 
 class _Route:
@@ -62,14 +69,15 @@ class _Route:
     def __init__(self, n: int, parts: int, axis: int):
         self.n, self.parts, self.axis = n, parts, axis
 
-    def __call__(self, idx: np.ndarray, *values: np.ndarray) -> Any:
+    def __call__(self, idx: Any, *values: Any) -> Any:
         idx = _checked(idx, self.n, self.axis)
         slab = _slab_of(idx, self.n, self.parts)
+        vmod = array_module(values[0]) if values else None
         out = []
         for p in range(self.parts):
             sel = slab == p
             local = idx[sel] - (p * self.n) // self.parts
-            out.append((local, values[0][sel]) if values else local)
+            out.append((local, values[0][asarray_in(vmod, sel)]) if values else local)
         return out[0] if self.parts == 1 else tuple(out)
 
 
@@ -79,8 +87,9 @@ class _Answer:
     def __init__(self, axis: int, ntiles: int):
         self.axis, self.ntiles = axis, ntiles
 
-    def __call__(self, slab: np.ndarray, *requests: np.ndarray) -> Any:
-        out = tuple(np.take(slab, r, axis=self.axis) for r in requests)
+    def __call__(self, slab: Any, *requests: Any) -> Any:
+        xp = array_module(slab)
+        out = tuple(xp.take(slab, asarray_in(xp, r), axis=self.axis) for r in requests)
         return out[0] if self.ntiles == 1 else out
 
 
@@ -90,13 +99,14 @@ class _Assemble:
     def __init__(self, n: int, parts: int, axis: int, shape: tuple[int, ...], dtype):
         self.n, self.parts, self.axis, self.shape, self.dtype = n, parts, axis, shape, dtype
 
-    def __call__(self, idx: np.ndarray, *answers: np.ndarray) -> np.ndarray:
+    def __call__(self, idx: Any, *answers: Any) -> Any:
         idx = _checked(idx, self.n, self.axis)
-        slab = _slab_of(idx, self.n, self.parts)
-        out = np.empty(self.shape, self.dtype)
-        moved = np.moveaxis(out, self.axis, 0)
+        xp = array_module(*answers) if answers else array_module(idx)
+        slab = asarray_in(xp, _slab_of(idx, self.n, self.parts))
+        out = xp.empty(self.shape, self.dtype)
+        moved = xp.moveaxis(out, self.axis, 0)
         for p, ans in enumerate(answers):
-            moved[slab == p] = np.moveaxis(ans, self.axis, 0)
+            moved[slab == p] = xp.moveaxis(ans, self.axis, 0)
         return out
 
 
@@ -174,16 +184,27 @@ class _Apply:
     def __init__(self, ufunc: np.ufunc | None = None):
         self.ufunc = ufunc
 
-    def __call__(self, slab: np.ndarray, *pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        out = np.array(slab, copy=True)
+    def __call__(self, slab: Any, *pairs: tuple[Any, Any]) -> Any:
+        xp = array_module(slab)
+        out = xp.array(slab, copy=True)
         for local, vals in pairs:
-            if self.ufunc is None:
-                out[local] = vals
-            elif self.ufunc.nin == 1:
-                self.ufunc.at(out, local)
-            else:
-                self.ufunc.at(out, local, vals)
+            local, vals = asarray_in(xp, local), asarray_in(xp, vals)
+            if self.ufunc is not None:
+                out = device_ufunc_at(self.ufunc, out, local, vals)
+                continue
+            if xp is not np:  # CuPy writes repeated indices in no set order
+                local, vals = _last_writes(xp, local, vals)
+            out[local] = vals
         return out
+
+
+def _last_writes(xp: Any, local: Any, vals: Any) -> tuple[Any, Any]:
+    """The pairs whose index does not come again later (the writes NumPy keeps)."""
+    if local.size < 2:
+        return local, vals
+    _, first = xp.unique(local[::-1], return_index=True)
+    keep = local.size - 1 - first
+    return local[keep], vals[keep]
 
 
 class Scatter(Expr):
@@ -267,9 +288,12 @@ def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "r
     return _out(result, out)
 
 
-def _flat_index(shape: tuple[int, ...], *idx: np.ndarray) -> np.ndarray:
+def _flat_index(shape: tuple[int, ...], *idx: Any) -> Any:
     wrapped = [_checked(i, n, d) for d, (i, n) in enumerate(zip(idx, shape))]
-    return np.ravel_multi_index(wrapped, shape) if wrapped else np.zeros((), np.intp)
+    if not wrapped:
+        return np.zeros((), np.intp)
+    xp = array_module(*wrapped)
+    return xp.ravel_multi_index(tuple(xp.asarray(w) for w in wrapped), shape)
 
 
 def _advanced(x: Array, key: tuple) -> tuple[Array, list[int], list[Array]]:
@@ -445,8 +469,8 @@ def nonzero(a: Any) -> tuple[Array, ...]:
     )
 
 
-def _unravel(shape: tuple[int, ...], d: int, flat: np.ndarray) -> np.ndarray:
-    return np.unravel_index(flat, shape)[d]
+def _unravel(shape: tuple[int, ...], d: int, flat: Any) -> Any:
+    return array_module(flat).unravel_index(flat, shape)[d]
 
 
 def argwhere(a: Any) -> Array:
@@ -484,8 +508,23 @@ def compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Array
     return _out(take(x, idx, ax), out)
 
 
-def _choose(mode: str, a: np.ndarray, *choices: np.ndarray) -> np.ndarray:
-    return np.choose(a, choices, mode=mode)
+def _choose(mode: str, a: Any, *choices: Any) -> Any:
+    xp = array_module(a, *choices)
+    if xp is np:
+        return np.choose(a, choices, mode=mode)
+    return _choose_stacked(xp, mode, a, choices)
+
+
+def _choose_stacked(xp: Any, mode: str, a: Any, choices: tuple) -> Any:
+    """``choose`` through ``xp.choose`` of one stacked array (CuPy's takes no sequence)."""
+    dtype = _result_dtype(choices)
+    arrays = xp.broadcast_arrays(xp.asarray(a), *(xp.asarray(c, dtype=dtype) for c in choices))
+    return xp.choose(arrays[0], xp.stack(arrays[1:]), mode=mode)
+
+
+def _result_dtype(values: Any) -> np.dtype:
+    """NumPy's result dtype of arrays (of either device) and Python scalars."""
+    return np.result_type(*(v.dtype if hasattr(v, "dtype") else v for v in values))
 
 
 def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Array:
@@ -499,8 +538,21 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Array:
     )
 
 
-def _select(n: int, *args: np.ndarray) -> np.ndarray:
-    return np.select(list(args[:n]), list(args[n : 2 * n]), args[2 * n])
+def _select(n: int, *args: Any) -> Any:
+    xp = array_module(*args)
+    if xp is np:
+        return np.select(list(args[:n]), list(args[n : 2 * n]), args[2 * n])
+    return _select_where(xp, args[:n], args[n : 2 * n], args[2 * n])
+
+
+def _select_where(xp: Any, conds: tuple, choices: tuple, default: Any) -> Any:
+    """``select`` as ``where``s from the last condition to the first (the first true one
+    wins); CuPy's ``select`` takes only a scalar default."""
+    dtype = _result_dtype((*choices, default))
+    out = xp.asarray(default, dtype=dtype)
+    for c, v in zip(conds[::-1], choices[::-1]):
+        out = xp.where(xp.asarray(c), xp.asarray(v, dtype=dtype), out)
+    return out
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Array:

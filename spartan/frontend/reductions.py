@@ -527,15 +527,17 @@ def ufunc_reduceat(
 
 
 class _LaneReduceat:
-    """Lane function: NumPy's own ``reduceat`` of whole lanes (on the host: CuPy has no
-    ``reduceat``)."""
+    """Lane function: NumPy's own ``reduceat`` of whole lanes, on the host (CuPy has no
+    ``reduceat``); the result stays a NumPy array, which the lane join takes as it is
+    (it reads what a lane function returns with ``np.asarray``) and the worker stores
+    on its own device."""
 
     def __init__(self, ufunc: np.ufunc, indices: np.ndarray, dtype: Any, rdtype: np.dtype):
         self.ufunc, self.indices, self.dtype, self.rdtype = ufunc, indices, dtype, rdtype
 
-    def __call__(self, lanes: Any) -> Any:
+    def __call__(self, lanes: Any) -> np.ndarray:
         out = self.ufunc.reduceat(to_host(lanes), self.indices, axis=1, dtype=self.dtype)
-        return array_module(lanes).asarray(out.astype(self.rdtype, copy=False))
+        return out.astype(self.rdtype, copy=False)
 
 
 def _reduceat_lanes(
@@ -643,17 +645,17 @@ class _SegmentPartials:
 
 
 class _CombineSegments:
-    """Lane function: each segment's partials (in group order) reduced to one value."""
+    """Lane function: each segment's partials (in group order) reduced to one value, on
+    the host (a NumPy array, as :class:`_LaneReduceat` returns)."""
 
     def __init__(self, ufunc: np.ufunc, rdtype: np.dtype, perm: np.ndarray, first: np.ndarray):
         self.ufunc, self.rdtype, self.perm, self.first = ufunc, rdtype, perm, first
 
-    def __call__(self, lanes: Any) -> Any:
+    def __call__(self, lanes: Any) -> np.ndarray:
         host = to_host(lanes)
         if not np.array_equal(self.perm, np.arange(len(self.perm))):
             host = host.take(self.perm, axis=1)
-        out = self.ufunc.reduceat(host, self.first, axis=1, dtype=self.rdtype)
-        return array_module(lanes).asarray(out)
+        return self.ufunc.reduceat(host, self.first, axis=1, dtype=self.rdtype)
 
 
 def _reduceat_partials(
