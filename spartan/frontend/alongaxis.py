@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.device import array_module
 from spartan.frontend.array import Array
 from spartan.frontend.join_update import JoinUpdate
 
@@ -31,7 +32,8 @@ class _Lanes:
     def __call__(self, extents, block: np.ndarray):
         kept = block.shape[: self.nkept]
         m = math.prod(kept)
-        out = np.asarray(self.fn(block.reshape(m, -1)))
+        out = self.fn(block.reshape(m, -1))
+        out = array_module(block, out).asarray(out)  # (CuPy tiles: a CuPy result)
         return [(extents[0].rows, out.reshape(kept + self.tail))]
 
 
@@ -70,7 +72,8 @@ class _ApplyLanes:
         self.fn, self.args, self.kwargs = fn, args, kwargs
 
     def __call__(self, m: np.ndarray) -> np.ndarray:
-        return np.stack([np.asarray(self.fn(row, *self.args, **self.kwargs)) for row in m])
+        xp = array_module(m)
+        return xp.stack([xp.asarray(self.fn(row, *self.args, **self.kwargs)) for row in m])
 
 
 def apply_along_axis(
