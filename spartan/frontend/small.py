@@ -48,7 +48,7 @@ def snapshot(x: Array) -> Expr:
     in every step of a loop over a big one goes once). A copy handed out twice is
     ``held``: a graph computed in the driver (:func:`computed_in_driver`) must not
     evaluate it there, as another graph will read it on the workers."""
-    from spartan.frontend.source import FromNumpy
+    from spartan.frontend.source import FromNumpy, NewArray
 
     cached = x._derived
     if cached is not None and cached[0] == x._buf.version:
@@ -56,9 +56,30 @@ def snapshot(x: Array) -> Expr:
         if expr.data is None or expr.data.backend is session.peek():
             expr.held = True
             return expr
-    expr = FromNumpy(x._np.copy())
+    values = x._np.copy()
+    if values.nbytes <= INLINE_BYTES:
+        # inside the tasks that make its tiles: a put per tile costs more (a k-means
+        # step's np.arange(k) made each step)
+        expr = NewArray(values.shape, values.dtype, Inline(values), name="array")
+    else:
+        expr = FromNumpy(values)
     x._derived = (x._buf.version, expr)
     return expr
+
+
+#: small arrays of at most this many bytes travel inside the tasks that make their
+#: tiles instead of being put in Ray's object store
+INLINE_BYTES = 64 << 10
+
+
+class Inline:
+    """``newarray``'s ``init``: the piece of ``values`` a tile covers."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+    def __call__(self, box: tuple[tuple[int, int], ...], dtype: np.dtype) -> np.ndarray:
+        return self.values[tuple(slice(lo, hi) for lo, hi in box)]
 
 
 def _root(values: np.ndarray) -> np.ndarray:
