@@ -31,6 +31,7 @@ from spartan.frontend.reductions import normalize_axes, ufunc_reduce
 from spartan.frontend.scan import Scan
 from spartan.frontend.ufuncs import as_operand, result_shape
 from spartan.frontend.viewmap import ViewMap
+from spartan.tiling import box_shape
 
 __all__ = ["map", "fold", "scan", "filter", "join_update", "newarray", "slice", "swapaxes"]
 
@@ -118,28 +119,58 @@ def _row_map(
 
 
 def _probe_dtype(fn: Callable[..., Any], operands: list, rows: list[bool], what: str) -> np.dtype:
-    """The dtype of ``fn`` on blocks of ones: one row of each input flagged in ``rows``
-    (its trailing axes whole, as in a row tile), the others whole; constants as they are."""
-    stand_ins = [
-        (np.ones((min(1, o.shape[0]), *o.shape[1:]) if r else o.shape, o.dtype))
+    """The dtype of ``fn`` on stand-ins for its blocks: one row of each input flagged
+    in ``rows`` (its trailing axes whole, as in a row tile), the others whole; constants
+    as they are. Blocks of ones first (nothing computed or fetched); where ``fn`` cannot
+    take those and every input's values are at hand (held in the driver, or evaluated),
+    the same slices of the real values."""
+    boxes = [
+        tuple((0, min(1, n) if (r and i == 0) else n) for i, n in enumerate(o.shape))
         if isinstance(o, Expr)
-        else o
+        else None
         for o, r in zip(operands, rows)
     ]
+    ones = [np.ones(box_shape(b), o.dtype) if b is not None else o for o, b in zip(operands, boxes)]
     try:
-        with np.errstate(all="ignore"):
-            out = fn(*stand_ins)
+        return _dtype_of(fn, ones)
     except Exception as error:
-        shapes = ", ".join(
-            str(np.shape(s)) for s, o in zip(stand_ins, operands) if isinstance(o, Expr)
-        )
+        real = _real_slices(operands, boxes)
+        if real is not None:
+            try:
+                return _dtype_of(fn, real)
+            except Exception:  # noqa: BLE001 -- the first error says more (and no dtype=)
+                pass
+        shapes = ", ".join(str(box_shape(b)) for b in boxes if b is not None)
         note(
             error,
             f"while inferring the dtype of {what}: it was called on blocks of ones shaped "
             f"{shapes}; pass dtype= to skip this",
         )
         raise
-    return np.asarray(out).dtype
+
+
+def _dtype_of(fn: Callable[..., Any], blocks: list) -> np.dtype:
+    with np.errstate(all="ignore"):
+        return np.asarray(to_host(fn(*blocks))).dtype
+
+
+def _real_slices(operands: list, boxes: list) -> list | None:
+    """The real values of each input's ``box`` where all are at hand without computing."""
+    from spartan.frontend.evaluate import gather
+
+    out = []
+    for o, box in zip(operands, boxes):
+        if box is None:
+            out.append(o)
+            continue
+        values = o.small_values()
+        if values is not None:
+            out.append(values[tuple(slice(lo, hi) for lo, hi in box)])
+        elif (o.base if o.is_view else o).data is not None:
+            out.append(gather(o, box))
+        else:
+            return None
+    return out
 
 
 def fold(f_accum: Callable[[Any, Any], Any], x: Any, axis: Any = None, dtype: Any = None) -> Array:
