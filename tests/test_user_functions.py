@@ -304,3 +304,16 @@ def re_search(pattern, exc):
     import re
 
     return re.search(pattern, str(exc)) is not None
+
+
+def test_the_dtype_probe_retries_on_real_values(backend):
+    def not_on_ones(t):
+        if (t == 1).all():
+            raise ValueError("a block of ones")
+        return t * 2
+
+    x = sp.array(data(), tiling="row")
+    x.evaluate()
+    got = sp.map(not_on_ones, x)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.to_numpy(), data() * 2)

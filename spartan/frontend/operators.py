@@ -12,6 +12,7 @@ directly with functions that work on whole tiles (NumPy arrays).
 
 from __future__ import annotations
 
+import builtins
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -165,7 +166,7 @@ def _real_slices(operands: list, boxes: list) -> list | None:
             continue
         values = o.small_values()
         if values is not None:
-            out.append(values[tuple(slice(lo, hi) for lo, hi in box)])
+            out.append(values[tuple(builtins.slice(lo, hi) for lo, hi in box)])  # (slice: ours)
         elif (o.base if o.is_view else o).data is not None:
             out.append(gather(o, box))
         else:
