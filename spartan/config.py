@@ -68,11 +68,9 @@ class Config:
     max_graph_size: int = 2000
     #: evaluate automatically once a path of this many unevaluated nodes forms (a loop's
     #: chain is as deep as the loop; :func:`spartan.frontend.evaluate.too_deep`). No walk
-    #: of the graph recurses per node (an evaluation needs 17 frames in-process, 33 with
-    #: Ray's pickling, at any depth), so this is a backstop: a walk recursing at 3 frames
-    #: per node, like the one that failed at 329 operations, would stay under 800 of
-    #: Python's 1000, leaving 200 to user code. 250 is also the fastest bound measured:
-    #: ``x = x + 1`` 35 us a step (100: +6%, 1,000: +12%, 2,000: +29%).
+    #: of the graph recurses per node, so this is a backstop: a walk recursing at 3
+    #: frames per node would stay under 800 of Python's 1000, leaving 200 to user code.
+    #: Of the bounds tried (100 to 2,000), 250 also ran long loops fastest.
     max_graph_depth: int = 250
     #: arrays of fewer bytes, made without a ``tiling=``, are held in the driver and
     #: computed eagerly with NumPy (:mod:`spartan.frontend.small`); 0 distributes every
