@@ -201,20 +201,26 @@ class Place:
         return [(self.loc, value)]
 
 
-def filled(base: Array, value: Any) -> Array:
-    """``value`` broadcast to ``base``'s shape and cast to its dtype, as NumPy assigns."""
+def assigned(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+    """``value`` as NumPy assigns it into ``shape``: checked to broadcast, cast to
+    ``dtype``."""
     from spartan.frontend.creation import asarray
-    from spartan.frontend.manipulation import broadcast_to
 
     v = asarray(value)
     try:
-        np.broadcast_shapes(v.shape, base.shape)
+        np.broadcast_shapes(v.shape, shape)
     except ValueError:
         raise ValueError(
-            f"could not broadcast input array from shape {v.shape} into shape {base.shape}"
+            f"could not broadcast input array from shape {v.shape} into shape {shape}"
         ) from None
-    if v.dtype != base.dtype:
-        v = v.astype(base.dtype)
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
+def filled(base: Array, value: Any) -> Array:
+    """``value`` broadcast to ``base``'s shape and cast to its dtype, as NumPy assigns."""
+    from spartan.frontend.manipulation import broadcast_to
+
+    v = assigned(value, base.shape, base.dtype)
     return v if v.shape == base.shape else broadcast_to(v, base.shape)
 
 
@@ -222,24 +228,17 @@ def place(base: Array, vm: ViewMap, value: Any) -> Array:
     """``base`` with the elements the strided view ``vm`` selects set to ``value``
     (broadcast to the view's shape and cast to the base's dtype, as NumPy assigns)."""
     from spartan.frontend.array import Array
-    from spartan.frontend.creation import asarray
     from spartan.frontend.join_update import JoinUpdate
     from spartan.frontend.manipulation import broadcast_to
 
     target = vm.shape
-    v = asarray(value)
-    try:
-        np.broadcast_shapes(v.shape, target)
-    except ValueError:
-        raise ValueError(
-            f"could not broadcast input array from shape {v.shape} into shape {target}"
-        ) from None
-    # the value over the selected base elements, in base axis order: new unit axes go,
-    # integer-indexed axes are dropped, transposed axes return to the base's order
+    v = assigned(value, target, base.dtype)
     if math.prod(target) == 0:
         return base  # nothing selected: nothing to write
+    # the value over the selected base elements, in base axis order: new unit axes go,
+    # integer-indexed axes are dropped, transposed axes return to the base's order
     kept = [a for a in vm.axes if a.base is not None]
-    v = broadcast_to(v.astype(base.dtype), target).reshape(tuple(a.count for a in kept))
+    v = broadcast_to(v, target).reshape(tuple(a.count for a in kept))
     order = sorted(range(len(kept)), key=lambda i: kept[i].base)
     if order != list(range(len(kept))):
         v = v.transpose(order)
