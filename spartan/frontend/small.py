@@ -198,7 +198,6 @@ def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callab
                 return out
         return impl(*args, **kwargs)
 
-    function.__wrapped__ = impl
     return function
 
 
