@@ -241,3 +241,24 @@ def test_an_interrupt_while_lowering_leaves_arrays_whole(local):
     assert a._expr.data is not None and b._expr.data is None
     np.testing.assert_array_equal(b.to_numpy(), (base + 1) * 2)
     np.testing.assert_array_equal(a.to_numpy(), base + 1)
+
+
+def test_a_long_task_stops_between_its_row_chunks(local, monkeypatch):
+    """A pipelined product runs a tile in row chunks; a cancel seen after its second chunk
+    stops it there (TaskCancelled, which the Ray backend turns into a remade tile)."""
+    from spartan.backend import worker
+
+    monkeypatch.setattr(spartan.config, "pipeline_chunk_bytes", 1024)
+    x = spartan.ones((4000, 8), tiling="row")
+    x.evaluate()
+    asked = []
+
+    def cancelled_after_two_chunks() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    with worker.cancel_check(cancelled_after_two_chunks):
+        with pytest.raises(worker.TaskCancelled):
+            (x.T @ (x @ np.ones(8))).to_numpy()
+    assert len(asked) == 3  # stopped at the third chunk, not after every chunk of the tile
+    np.testing.assert_allclose((x.T @ (x @ np.ones(8))).to_numpy(), np.full(8, 4000.0 * 8))

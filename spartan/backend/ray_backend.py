@@ -65,6 +65,7 @@ from spartan.backend.worker import (
     TaskCancelled,
     TaskFailed,
     Worker,
+    cancel_check,
     cancelled,
     nbytes_of,
     take,
@@ -234,9 +235,9 @@ class RayWorker(Worker):
             remote = self._received(inputs, remote, whole)
             if self._skips(sent):
                 return self._skip(outputs)
-            return self._landed(
-                self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag), land
-            )
+            with cancel_check(lambda: self._skips(sent)):
+                result = self._run_sent(fn, inputs, outputs, want_result, remote, nodes, tag)
+            return self._landed(result, land)
         finally:
             self._finished_call()
 
@@ -342,9 +343,9 @@ class RayWorker(Worker):
                     if self._skips(sent):
                         result = self._skip(outputs)
                     else:
-                        result = self._landed(
-                            self._run_sent(fn, inputs, outputs, False, remote, (), tag), land
-                        )
+                        with cancel_check(lambda: self._skips(sent)):
+                            result = self._run_sent(fn, inputs, outputs, False, remote, (), tag)
+                        result = self._landed(result, land)
                     if failed is None and isinstance(result, TaskFailed):
                         failed = result
                 done += 1

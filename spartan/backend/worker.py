@@ -6,6 +6,7 @@ The same class runs in-process (:mod:`spartan.backend.local`) and as a Ray actor
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import importlib.util
@@ -13,7 +14,7 @@ import math
 import os
 import sys
 import types
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,36 @@ class TaskCancelled(Exception):
 def cancelled(block: Any) -> bool:
     """Whether ``block`` is what a cancelled task left instead of its output."""
     return isinstance(block, TaskFailed) and isinstance(block.error, TaskCancelled)
+
+
+#: whether the evaluation of the task running here was interrupted since the task was
+#: sent (set by the worker running it; None: nobody asks)
+_cancel_check: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "spartan_cancel_check", default=None
+)
+
+
+def stop_if_cancelled() -> None:
+    """Raise :class:`TaskCancelled` in a task whose evaluation was interrupted (Ctrl-C)
+    after it started: a long task (row chunks of a pipeline or a fold) asks between its
+    chunks, so a cancel does not wait for the whole tile. Its outputs are then made
+    again before anything reads them, as a skipped task's are.
+
+    >>> stop_if_cancelled()          # outside a task: nothing to stop
+    """
+    check = _cancel_check.get()
+    if check is not None and check():
+        raise TaskCancelled("its evaluation was interrupted")
+
+
+@contextlib.contextmanager
+def cancel_check(check: Callable[[], bool]) -> Iterator[None]:
+    """``check`` answers :func:`stop_if_cancelled` for the task run in the block."""
+    token = _cancel_check.set(check)
+    try:
+        yield
+    finally:
+        _cancel_check.reset(token)
 
 
 # ---- user functions -------------------------------------------------------------------

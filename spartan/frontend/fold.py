@@ -16,6 +16,7 @@ import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
+from spartan.backend.worker import stop_if_cancelled
 from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering, WholeReads
@@ -90,6 +91,7 @@ def reduce_rows(
     (first, last), rest = box[0], box[1:]
     partial = None
     for lo in range(0, last - first, rows):
+        stop_if_cancelled()  # (Ctrl-C: between chunks, not after the tile)
         hi = min(last - first, lo + rows)
         part = local(chunk(lo, hi), axes, ((first + lo, first + hi), *rest))
         partial = part if partial is None else combine(partial, part)

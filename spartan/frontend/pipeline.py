@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.device import array_module
+from spartan.backend.worker import stop_if_cancelled
 from spartan.frontend.expr import Expr
 from spartan.frontend.fold import Fold, _Finalized, reduce_rows
 from spartan.frontend.join_update import Extent, JoinUpdate
@@ -574,6 +575,7 @@ class ChunkedJoin:
         n = next(ext.shape[a] for ext, a in zip(extents, self.axes) if a >= 0)
         out: list[tuple[Any, Any]] = []
         for lo in range(0, n, step):
+            stop_if_cancelled()  # (Ctrl-C: between chunks, not after the tile)
             hi = min(n, lo + step)
             chunk, exts = [], []
             for i, (spec, ext, a, bs) in enumerate(zip(self.layout, extents, self.axes, parts)):
@@ -655,6 +657,7 @@ class FoldTile:
         for gi, (start, first, last) in enumerate(self.groups):
             bs = blocks[gi * n : (gi + 1) * n]
             for lo in range(0, last - first, step):
+                stop_if_cancelled()  # (Ctrl-C: between chunks, not after the tile)
                 hi = min(last - first, lo + step)
                 block = rows(bs, lo, hi, first)
                 box = ((first + lo, first + hi), *((0, n) for n in block.shape[1:]))
