@@ -73,8 +73,12 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, tiling: Any = Non
     return newarray(shape, functools.partial(_fill, fill_value), dtype, tiling, "full")
 
 
+def _zeros(box: Box, dtype: np.dtype) -> np.ndarray:
+    return np.zeros(box_shape(box), dtype=dtype)  # (strings: '', not '0')
+
+
 def zeros(shape: ShapeLike, dtype: Any = float, tiling: Any = None) -> Array:
-    return newarray(shape, functools.partial(_fill, 0), dtype, tiling, "zeros")
+    return newarray(shape, _zeros, dtype, tiling, "zeros")
 
 
 def ones(shape: ShapeLike, dtype: Any = float, tiling: Any = None) -> Array:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out = []
     for a in axes:
-        a = int(a)
+        a = operator.index(a)  # NumPy's TypeError for 1.5, not axis 1
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(a, ndim)
         out.append(a % ndim)
@@ -271,8 +272,11 @@ def mean(
     x = _to_array(a)
     axes = normalize_axes(axis, x.ndim)
     if dtype is None:
-        dtype = np.float64 if np.issubdtype(x.dtype, np.integer) or x.dtype == bool else x.dtype
-    total = sum(x, axes, dtype=dtype, keepdims=keepdims, where=where)
+        # (kind, not issubdtype: NumPy files timedelta64 under its integers)
+        dtype = np.float64 if x.dtype.kind in "iub" else x.dtype
+    # (no dtype= where it is the input's: NumPy refuses one with a time unit)
+    same = np.dtype(dtype) == x.dtype
+    total = sum(x, axes, dtype=None if same else dtype, keepdims=keepdims, where=where)
     n = _count(x.shape, axes) if where is True else _masked_count(x, axes, keepdims, where)
     with np.errstate(all="ignore"):
         result = elementwise(np.true_divide, total, n).astype(dtype)
@@ -414,7 +418,10 @@ def argmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) ->
 
 
 def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return sum(_to_array(a) != 0, axis, dtype=np.intp, keepdims=keepdims)
+    x = _to_array(a)
+    # an object is counted by its truth, as NumPy does (None is zero, not != 0)
+    nonzero = x.astype(bool) if x.dtype == object else x != 0
+    return sum(nonzero, axis, dtype=np.intp, keepdims=keepdims)
 
 
 def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
