@@ -39,3 +39,21 @@ def test_mean_of_timedeltas_is_a_timedelta(backend, tiling):
         got, want = x.mean(axis=axis), a.mean(axis=axis)
         assert got.dtype == np.asarray(want).dtype
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_user_functions_returning_the_wrong_thing_raise(backend, tiling):
+    x = sp.array(np.arange(12.0).reshape(3, 4), tiling=tiling)
+    with pytest.raises(ValueError, match=r"spartan\.map\(.*none\)"):
+
+        def none(t):
+            return None
+
+        np.asarray(sp.map(none, x, dtype=float))
+    with pytest.raises(ValueError, match=r"spartan\.filter\(.*flat\)"):
+
+        def flat(t):
+            return (t > 2).ravel()  # one axis for a tile of two: never the tile's shape
+
+        np.asarray(sp.filter(x, flat))
+    with pytest.raises(IndexError):
+        sp.filter(x, sp.array(np.array([[True, False, True, False]]), tiling=tiling))

@@ -65,8 +65,18 @@ def map(  # noqa: A001
     >>> sp.map(lambda t: t * 2, x)                        # doctest: +SKIP
     >>> sp.map(lambda t: t @ W, X, shape=(n, W.shape[1]))   # doctest: +SKIP
     """
+    return _map(fn, arrays, dtype, shape, f"spartan.map({name_of(fn)})")
+
+
+def _map(
+    fn: Callable[..., Any],
+    arrays: Sequence[Any],
+    dtype: Any,
+    shape: Sequence[int] | None,
+    what: str,
+) -> Array:
+    """:func:`map`, its errors naming the user's call as ``what``."""
     operands = [as_operand(a) for a in arrays]
-    what = f"spartan.map({name_of(fn)})"
     label = getattr(fn, "__name__", "map")
     if shape is not None:
         return _row_map(fn, operands, tuple(int(n) for n in shape), dtype, what, label)
@@ -225,7 +235,7 @@ def filter(x: Any, mask: Any) -> Array:  # noqa: A001
     """
     x = asarray(x)
     if callable(mask) and not isinstance(mask, Array):
-        mask = map(mask, x, dtype=bool)
+        mask = _map(mask, [x], bool, None, f"spartan.filter({name_of(mask)})")
     from spartan.frontend.indexing import compress_mask
 
     return compress_mask(x, asarray(mask).astype(bool, copy=False))
