@@ -55,11 +55,32 @@ def write_manifest(directory: str, manifest: dict[str, Any]) -> None:
 
 
 def read_manifest(directory: str) -> dict[str, Any]:
+    """The manifest of the checkpoint in ``directory``, unpacked with limits; its
+    structure is checked by the caller (:func:`spartan.frontend.checkpoint.load_checkpoint`)
+    before any tile is read."""
     path = os.path.join(directory, MANIFEST)
     try:
+        size = os.path.getsize(path)
+        if size > MAX_MANIFEST_BYTES:
+            raise ValueError(
+                f"checkpoint manifest {path!r} is {size} bytes, over the limit of "
+                f"{MAX_MANIFEST_BYTES}"
+            )
         with open(path, "rb") as f:
-            return msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
+            data = f.read()
     except FileNotFoundError:
         raise FileNotFoundError(
             f"no spartan checkpoint in {directory!r} ({MANIFEST} missing)"
         ) from None
+    try:
+        manifest = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except (ValueError, msgpack.exceptions.UnpackException) as error:  # (StackError too)
+        raise ValueError(f"checkpoint manifest {path!r} cannot be read: {error!r}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"checkpoint manifest {path!r} is not a map")
+    return manifest
+
+
+#: the largest manifest read (a checkpoint of a million tiles is ~100 MB of arrays' files
+#: and a few tens of MB of manifest)
+MAX_MANIFEST_BYTES = 64 << 20
