@@ -253,3 +253,17 @@ def test_init_with_other_ray_options_restarts_the_background_ray():
         """
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "one ray", proc.stdout + proc.stderr
+
+
+def test_init_takes_log_to_driver():
+    """A Ray option spartan also sets (``log_to_driver``) is the user's to choose."""
+    proc = _run(
+        """
+        import spartan
+
+        spartan.init(num_workers=1, num_cpus=1, include_dashboard=False, log_to_driver=False)
+        assert float(spartan.arange(10, tiling="row").sum()) == 45
+        print("ok")
+        """
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr

@@ -61,7 +61,8 @@ def _ensure_ray(args: dict[str, Any]) -> bool:
         # inside `ray job submit` join the job's cluster; otherwise start our own
         # instance even if a `ray start` cluster is running on this machine
         address = "auto" if os.environ.get("RAY_ADDRESS") else "local"
-    ray.init(address=address, log_to_driver=True, **args["ray_options"])
+    # the user's Ray options win over spartan's defaults (log_to_driver=False is theirs)
+    ray.init(address=address, **{"log_to_driver": True, **args["ray_options"]})
     return True
 
 
