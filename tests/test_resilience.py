@@ -82,6 +82,28 @@ def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
     np.testing.assert_allclose((x * 3).sum().item(), expected.sum() * 3)
 
 
+def _raises_on_the_first_tile(t):
+    raise KeyError("an earlier evaluation's error")
+
+
+def test_an_earlier_failure_rebuilt_by_a_recovery_stays_with_its_array(ray_backend):
+    """A recovery re-runs the tasks that made a dead worker's blocks, a failed one of an
+    earlier evaluation too: its error is for its array's readers, not for the evaluation
+    that happens to be waiting."""
+    sp.backend.session.use(ray_backend)
+    failed = sp.map(_raises_on_the_first_tile, sp.ones((8, 4), tiling="row"), dtype=float)
+    with pytest.raises(KeyError):
+        failed.to_numpy()
+    x = sp.random.rand(50, 8) + sp.arange(8)
+    sp.evaluate(x)
+    expected = x.to_numpy()
+    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    os.kill(pid, signal.SIGKILL)
+    np.testing.assert_array_equal(x.to_numpy(), expected)
+    with pytest.raises(KeyError):
+        failed.to_numpy()  # its own readers still see its error
+
+
 def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(
     ray_backend, monkeypatch
 ):

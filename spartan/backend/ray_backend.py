@@ -546,6 +546,8 @@ class RayBackend(Master):
         self._stop = StopFlag.make()
         self._cancels = 0
         self._unmade: set[tuple[Key, int]] = set()
+        #: seqs of the records a recovery re-ran, until the wait that sees them through
+        self._replayed: set[int] = set()
         self._cancelling = False
         #: the sequence number of the last put or task logged, and of the last one known
         #: finished (every wait that ends finishes all logged before it)
@@ -983,7 +985,13 @@ class RayBackend(Master):
                 self._ask_stats()
                 at = len(refs)
                 refs += [call for cs in calls for call in cs]
-                values = self._get(refs, progress=True)
+                # a task re-run to rebuild a lost block may fail as it did the first time
+                # (an earlier evaluation's error): that is for its readers to raise, not
+                # this evaluation, which raises only its own tasks' failures
+                replays = {ref for ref, rec in pending if rec.seq in self._replayed}
+                replays -= {ref for ref, rec in pending if rec.seq not in self._replayed}
+                values = self._get(refs, progress=True, tolerate=replays)
+                self._replayed.clear()
                 self._last = {}  # idle (their futures may not have heard yet)
                 self._settled = self._logged
                 out = []
@@ -1078,7 +1086,11 @@ class RayBackend(Master):
     def _piece_calls(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
         return [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
 
-    def _get(self, refs: list[Any], progress: bool = False) -> list[Any]:
+    def _get(
+        self, refs: list[Any], progress: bool = False, tolerate: Collection[Any] = ()
+    ) -> list[Any]:
+        """The values of ``refs``; a failed task's error is raised (except for the refs
+        in ``tolerate``: tasks re-run by a recovery, whose failures their readers raise)."""
         try:
             values = _get_with_progress(refs) if progress else ray.get(refs)
         except ray.exceptions.RayTaskError as error:
@@ -1087,8 +1099,8 @@ class RayBackend(Master):
                 raise cause from None
             self._inflight = []
             raise _unwrap(error) from None
-        for v in values:
-            if isinstance(v, TaskFailed):
+        for ref, v in zip(refs, values):
+            if isinstance(v, TaskFailed) and ref not in tolerate:
                 self._inflight = []
                 raise with_user_frames(v.error)
         return values
@@ -1149,6 +1161,7 @@ class RayBackend(Master):
         # deleted before: they go again once those readers are sent, or they would stay
         rebuilt: dict[int, list[Key]] = {}
         for rec in plan:
+            self._replayed.add(rec.seq)
             self._send(rec)
             for key in rec.outputs:
                 self._unmade.discard((key, rec.worker))
