@@ -317,3 +317,25 @@ def test_the_dtype_probe_retries_on_real_values(backend):
     got = sp.map(not_on_ones, x)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.to_numpy(), data() * 2)
+
+
+def test_a_failed_evaluation_frees_its_arrays(local):
+    """The in-process workers store a failed task's error: the copy raised on the driver
+    carries the driver's traceback, not the stored one (its frames would keep the
+    evaluation's arrays alive)."""
+    import gc
+
+    def boom(t):
+        raise KeyError("boom")
+
+    def fail_once():
+        x = sp.ones((64, 8), tiling="row")
+        with pytest.raises(KeyError):
+            np.asarray(sp.map(boom, x, dtype=float))
+
+    gc.collect()
+    before = sum(len(w.store) for w in local.workers)
+    for _ in range(3):
+        fail_once()
+    gc.collect()
+    assert sum(len(w.store) for w in local.workers) == before

@@ -11,6 +11,7 @@ array([2., 2., 2.])
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -51,7 +52,7 @@ class LocalBackend(Master):
         nodes = [self.nodes[p.worker] for p in remote]
         result = self.workers[worker].run(fn, inputs, outputs, want_result, data, nodes, self.tag)
         if isinstance(result, TaskFailed):
-            raise with_user_frames(result.error)
+            raise with_user_frames(_apart(result.error))
         return result
 
     def results(self, handles: Sequence[Any]) -> list[Any]:
@@ -61,7 +62,7 @@ class LocalBackend(Master):
         parts = [self.workers[self.owner(k, w)].fetch(k, idx) for k, w, idx in reqs]
         for part in parts:
             if isinstance(part, TaskFailed):
-                raise with_user_frames(part.error)
+                raise with_user_frames(_apart(part.error))
         return parts
 
     def _delete(self, worker: int, keys: list[Key]) -> None:
@@ -95,3 +96,15 @@ class LocalBackend(Master):
     def shutdown(self) -> None:
         self.workers = []
         self.nworkers = 0
+
+
+def _apart(error: BaseException) -> BaseException:
+    """A copy of a failed task's stored ``error`` to raise on the driver: raising the
+    stored one would give it the driver's traceback, whose frames hold the arrays of the
+    failed evaluation, and the worker's store would keep them alive for good (as Ray's
+    workers, in other processes, never do)."""
+    try:
+        twin = copy.copy(error)
+    except Exception:  # noqa: BLE001 -- an exception that cannot be copied: raise it as is
+        return error
+    return twin if type(twin) is type(error) and twin.args == error.args else error
