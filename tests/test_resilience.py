@@ -71,13 +71,19 @@ def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(ray_bac
     be.delete([("lt", k) for k in ("x", "made", "got", "after")])
 
 
-def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
-    sp.backend.session.use(ray_backend)
+def _evaluated_then_worker_0_killed(ray_backend):
+    """An evaluated array and its values, then worker 0 killed (its tiles lost)."""
     x = sp.random.rand(50, 8) + sp.arange(8)
     sp.evaluate(x)
     expected = x.to_numpy()
     pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
     os.kill(pid, signal.SIGKILL)
+    return x, expected
+
+
+def test_evaluated_tiles_of_a_killed_worker_are_rebuilt(ray_backend):
+    sp.backend.session.use(ray_backend)
+    x, expected = _evaluated_then_worker_0_killed(ray_backend)
     np.testing.assert_array_equal(x.to_numpy(), expected)
     np.testing.assert_allclose((x * 3).sum().item(), expected.sum() * 3)
 
@@ -94,11 +100,7 @@ def test_an_earlier_failure_rebuilt_by_a_recovery_stays_with_its_array(ray_backe
     failed = sp.map(_raises_on_the_first_tile, sp.ones((8, 4), tiling="row"), dtype=float)
     with pytest.raises(KeyError):
         failed.to_numpy()
-    x = sp.random.rand(50, 8) + sp.arange(8)
-    sp.evaluate(x)
-    expected = x.to_numpy()
-    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
-    os.kill(pid, signal.SIGKILL)
+    x, expected = _evaluated_then_worker_0_killed(ray_backend)
     np.testing.assert_array_equal(x.to_numpy(), expected)
     with pytest.raises(KeyError):
         failed.to_numpy()  # its own readers still see its error

@@ -120,6 +120,15 @@ def test_scalar_idioms(driver):
         assert f"{x.max()}" == "9.0"
 
 
+def _prints_ok(script: str) -> None:
+    """``script`` run in a fresh interpreter (no Ray started yet) prints ok."""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_small_operations_do_not_start_ray():
     script = textwrap.dedent(
         """
@@ -135,11 +144,7 @@ def test_small_operations_do_not_start_ray():
         print("ok")
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    _prints_ok(script)
 
 
 def test_spartan_operators_on_small_arrays_stay_in_the_driver():
@@ -158,11 +163,7 @@ def test_spartan_operators_on_small_arrays_stay_in_the_driver():
         print("ok")
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    _prints_ok(script)
 
 
 def test_a_small_array_is_sent_again_only_after_a_write(driver):

@@ -1141,18 +1141,27 @@ class RayBackend(Master):
                 and pair not in self._unmade
             )
 
+        ran = self._replay(missing, exists, known, f"lost with worker(s) {dead}")
+        log.warning("spartan: re-ran %d task(s) to rebuild %d lost tile(s)", ran, len(missing))
+
+    def _replay(
+        self,
+        wanted: Collection[tuple[Key, int]],
+        exists: Callable[[Key, int], bool],
+        known: Collection[Key],
+        why: str,
+    ) -> int:
+        """Re-send the tasks that make ``wanted`` (blocks ``why`` gone) from what
+        ``exists``; how many. RuntimeError where no task or checkpoint made one."""
         try:
-            plan = self.lineage.replay_plan(missing, exists)
+            plan = self.lineage.replay_plan(wanted, exists)
         except LookupError as err:
             key, _ = err.args[0]
             raise RuntimeError(
-                f"tile {key!r} was lost with worker(s) {dead} and cannot be rebuilt: "
-                "no task or checkpoint made it"
+                f"tile {key!r}, {why}, cannot be rebuilt: no task or checkpoint made it"
             ) from None
         self._rerun(plan, known)
-        log.warning(
-            "spartan: re-ran %d task(s) to rebuild %d lost tile(s)", len(plan), len(missing)
-        )
+        return len(plan)
 
     def _rerun(self, plan: list[Record], known: Collection[Key]) -> None:
         """Send the tasks of ``plan`` (:meth:`Lineage.replay_plan`) again; ``known``:
@@ -1272,16 +1281,8 @@ class RayBackend(Master):
         def exists(key: Key, w: int) -> bool:
             return w in where.get(key, ()) and (key, w) not in unmade
 
-        try:
-            plan = self.lineage.replay_plan(wanted, exists)
-        except LookupError as err:
-            key, _ = err.args[0]
-            raise RuntimeError(
-                f"tile {key!r}, left unmade by an interrupted evaluation, cannot be made "
-                "again: no task or checkpoint made it"
-            ) from None
-        self._rerun(plan, set(where))
-        log.info("spartan: re-ran %d task(s) an interrupted evaluation skipped", len(plan))
+        ran = self._replay(wanted, exists, set(where), "left unmade by an interrupted evaluation")
+        log.info("spartan: re-ran %d task(s) an interrupted evaluation skipped", ran)
 
     # ---- the rest of the API ---------------------------------------------------------------
     def delete(self, keys: Sequence[Key]) -> None:

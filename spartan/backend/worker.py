@@ -169,10 +169,9 @@ def call_user(what: str, fn: Callable[..., Any], *args: Any, where: str | None =
     except Exception as error:
         if getattr(error, "_spartan_frames", None) is None:  # the innermost call names it
             note(error, f"in {what}, {where or task_tiles()}")
-            try:
+            # (an exception type without attributes records no frames)
+            with contextlib.suppress(AttributeError):
                 error._spartan_frames = _user_frames(error.__traceback__)  # type: ignore[attr-defined]
-            except AttributeError:  # an exception type without attributes: no frames
-                pass
         raise
 
 

@@ -150,8 +150,7 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
                 node.done()
             saving = lowered if periodic.due() else []
             # the graph's last references: its temporaries are freed behind the tasks
-            # just sent, while they run, not after the wait (with the counters, ~3.7 ms
-            # of CG's)
+            # just sent, while they run, not after the wait
             order = lowered = None
             # learn real update costs for next time, while they may still change
             if planned is not None and planned.worth_measuring():

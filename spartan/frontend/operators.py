@@ -13,6 +13,7 @@ directly with functions that work on whole tiles (NumPy arrays).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -146,11 +147,10 @@ def _probe_dtype(fn: Callable[..., Any], operands: list, rows: list[bool], what:
         return _dtype_of(fn, ones)
     except Exception as error:
         real = _real_slices(operands, boxes)
-        if real is not None:
-            try:
+        # (where the real values fail too, the first error says more, with its note)
+        with contextlib.suppress(Exception):
+            if real is not None:
                 return _dtype_of(fn, real)
-            except Exception:  # noqa: BLE001 -- the first error says more (and no dtype=)
-                pass
         shapes = ", ".join(str(box_shape(b)) for b in boxes if b is not None)
         note(
             error,
