@@ -121,6 +121,21 @@ class Config:
     checkpoint_dir: str | None = os.environ.get("SPARTAN_CHECKPOINT_DIR")
     #: seconds between periodic checkpoints
     checkpoint_interval: float = 60.0
+    #: periodic checkpoints kept on disk (the newest; at least 1): of older ones only
+    #: the arrays a live array's rebuild still reads stay
+    checkpoint_keep: int = 2
+    #: recoveries from lost workers one evaluation (or fetch) may make; a further loss
+    #: raises :class:`spartan.WorkerLostError` (the session stays usable: the next
+    #: evaluation replaces the lost workers). A loss while a recovery rebuilds counts too
+    recovery_attempts: int = 3
+    #: seconds one evaluation may take on the workers before it raises ``TimeoutError``
+    #: naming the user function still running; the workers stuck in it are stopped and
+    #: replaced at the next evaluation (None: no limit)
+    task_timeout: float | None = None
+    #: seconds a cancel (Ctrl-C) waits for the tasks running to finish before it stops
+    #: their workers, which the next evaluation replaces (None: waits as long as they
+    #: run; a second Ctrl-C stops them at once)
+    cancel_timeout: float | None = 10.0
     #: show a progress bar for evaluations longer than this many seconds (None: never)
     progress_after: float | None = 1.0
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spartan.backend.base import Key, Region
+from spartan.backend.checkpoint import LoadTile
 
 
 @dataclass
@@ -55,7 +56,9 @@ class Lineage:
 
     def saved(self, key: Key, worker: int, load: Any) -> None:
         """``key`` on ``worker`` is in a checkpoint: rebuild it with the task ``load``
-        (no inputs) instead of its lineage, which may then be dropped."""
+        (no inputs) instead of its lineage, which may then be dropped. Only for a
+        complete checkpoint (its manifest written): from now on the block is rebuilt
+        from its file alone."""
         old = self.made_by.get((key, worker))
         seq = old.seq if old is not None else next(self._seq)
         self.made_by[(key, worker)] = Record(seq=seq, worker=worker, outputs=(key,), fn=load)
@@ -72,6 +75,21 @@ class Lineage:
         """Forget the records no live block can need for a rebuild: those of deleted
         blocks that no live block descends from. Their puts' values (the object-store
         copies of arrays sent from the driver) are then freed."""
+        keep = self._needed(live)
+        self.made_by = {pair: rec for pair, rec in self.made_by.items() if pair in keep}
+
+    def files_in_use(self, live: Iterable[tuple[Key, int]]) -> set[str]:
+        """The checkpoint tile files a rebuild of the blocks ``live`` could read (those
+        of :meth:`saved` records they are, or descend from): files not listed may be
+        deleted without making any live block unrebuildable."""
+        made = self.made_by
+        return {
+            made[pair].fn.path for pair in self._needed(live) if isinstance(made[pair].fn, LoadTile)
+        }
+
+    def _needed(self, live: Iterable[tuple[Key, int]]) -> set[tuple[Key, int]]:
+        """The blocks whose records a rebuild of ``live`` may run: ``live`` and what
+        they descend from (as logged)."""
         keep: set[tuple[Key, int]] = set()
         stack = [pair for pair in live if pair in self.made_by]
         while stack:
@@ -80,7 +98,7 @@ class Lineage:
                 continue
             keep.add(pair)
             stack.extend(n for n in self.made_by[pair].needs if n in self.made_by)
-        self.made_by = {pair: rec for pair, rec in self.made_by.items() if pair in keep}
+        return keep
 
     def replay_plan(
         self, missing: set[tuple[Key, int]], exists: Callable[[Key, int], bool]
