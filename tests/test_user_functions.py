@@ -232,10 +232,12 @@ def test_fold_and_scan_with_python_functions_equal_numpy(backend, tiling):
     np.testing.assert_allclose(sp.scan(lambda p, q: p + q, x, axis=1).to_numpy(), a.cumsum(1))
 
 
-def test_fold_combining_partials_into_another_shape_raises(backend):
+def test_fold_combines_partials_element_by_element_too(backend):
+    """Partials meet as elements within a tile do (issue 35, 2b): a function of two
+    values works for every tiling (it raised once several partials were combined)."""
     x = sp.array(data(), tiling="row")  # several partials per output tile: combined
-    with pytest.raises(ValueError, match=r"spartan.fold\(.*returned shape \(\)"):
-        sp.fold(lambda p, q: np.sum(p + q), x, axis=0).to_numpy()
+    got = sp.fold(lambda p, q: np.sum(p + q), x, axis=0).to_numpy()
+    np.testing.assert_allclose(got, data().sum(axis=0))
 
 
 def test_fold_and_scan_values_that_do_not_cast_raise(backend, tiling):

@@ -32,7 +32,8 @@ class _Lanes:
     def __call__(self, extents, block: np.ndarray):
         kept = block.shape[: self.nkept]
         m = math.prod(kept)
-        out = self.fn(block.reshape(m, -1))
+        # (not reshape(m, -1): no group of zero lanes knows its lanes' length from -1)
+        out = self.fn(block.reshape(m, math.prod(block.shape[self.nkept :])))
         out = array_module(block, out).asarray(out)  # (CuPy tiles: a CuPy result)
         return [(extents[0].rows, out.reshape(kept + self.tail))]
 

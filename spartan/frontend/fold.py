@@ -3,6 +3,11 @@
 Each input tile computes a local partial where it lives (fused with the map that
 produces it, if any); the partials travel to the owners of the output tiles they
 overlap and are combined there. Only partials cross workers.
+
+Partials are combined in an order fixed when the fold is lowered -- a worker's tiles in
+tile order, then the workers' partials in the order of their first tile -- never in the
+order they arrive, so the same program gives the same bits on every run, and a re-run
+task (a lost worker's, rebuilt from lineage with the same inputs) the same block.
 """
 
 from __future__ import annotations
@@ -212,7 +217,9 @@ class Fold(Expr):
             self._lower_local(ctx, in_tiling, leaves, kernel, tiles, kept)
             return
         # 1. one partial per (worker, kept tile index): a worker first combines the
-        #    partials of its own tiles, so only one partial per output region leaves it
+        #    partials of its own tiles, so only one partial per output region leaves it.
+        #    Tile order throughout (dicts keep it): the order of every combine below is
+        #    fixed here, whatever order the partials are made or arrive in
         nw = ctx.backend.nworkers
         groups: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
         for idx in in_tiling.tile_indices():

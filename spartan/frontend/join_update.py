@@ -5,7 +5,10 @@ joins every group; a worker fetches it once for all its groups).
 ``f_join(extents, *blocks)`` runs once per group, on the worker of
 the group's first tile, and returns ``(location, update)`` pairs; each update is cut
 by the output's tiling and sent to the owners of the output tiles it touches, which
-combine collisions with ``f_accum`` onto an output that starts at ``fill``.
+combine collisions with ``f_accum`` onto an output that starts at ``fill``, in group
+order (a task's groups in order; the tasks' update lists in the order of their first
+group), fixed when the join is lowered: never in arrival order, so results repeat to
+the bit, also after a lost worker's tasks are re-run.
 
 >>> def f(ext, xt, y):                   # row tiles of x times the whole y
 ...     return [(ext[0].rows, xt @ y)]

@@ -120,16 +120,17 @@ def matmul(a: Any, b: Any) -> Any:
         return dot(x, y)
     from spartan.frontend import manipulation as mp
 
+    # (checked before einsum, which would broadcast a length-1 summed axis)
+    k = y.shape[0] if y.ndim == 1 else y.shape[-2]
+    if x.shape[-1] != k:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {k} is different from {x.shape[-1]})"
+        )
     # batched: broadcast the leading axes, then groups of batch elements (einsum)
     if x.ndim == 1 or y.ndim == 1:
         spec = "...j,j->..." if y.ndim == 1 else "j,...jk->...k"
         return einsum(spec, x, y)
-    if x.shape[-1] != y.shape[-2]:
-        raise ValueError(
-            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-            f"signature (n?,k),(k,m?)->(n?,m?) (size {y.shape[-2]} is different from "
-            f"{x.shape[-1]})"
-        )
     batch = tuple(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
     x = mp.broadcast_to(x, batch + x.shape[-2:])
     y = mp.broadcast_to(y, batch + y.shape[-2:])

@@ -188,14 +188,16 @@ def fold(f_accum: Callable[[Any, Any], Any], x: Any, axis: Any = None, dtype: An
     """Reduce ``x`` over ``axis`` with an associative, commutative binary ``f_accum``
     (a NumPy ufunc, or any Python function of two arrays).
 
-    A Python ``f_accum`` reduces each tile element by element (through
-    ``np.frompyfunc``) and then combines the tiles' partial arrays. Its results must be
-    values of ``dtype`` (default: ``x``'s) or cast to it by ``same_kind`` casting, and a
-    combined partial must keep the partials' shape; otherwise ``ValueError`` naming
-    ``f_accum`` and the tile. Its exceptions keep their type, message and the user's
-    frames.
+    A Python ``f_accum`` (a lambda, a ``def``, a closure, ``operator.add``, ``max``...)
+    runs element by element (through ``np.frompyfunc``), within each tile and where the
+    tiles' partials meet alike, so the result does not depend on the tiling. Its results
+    must be values of ``dtype`` (default: ``x``'s) or cast to it by ``same_kind``
+    casting; otherwise ``ValueError`` naming ``f_accum`` and the tile. Its exceptions
+    keep their type, message and the user's frames. Partials are combined in tile
+    order, so the same program gives the same bits on every run.
 
     >>> sp.fold(lambda a, b: a + b, x, axis=0)        # doctest: +SKIP
+    >>> sp.fold(max, x, axis=1)                        # doctest: +SKIP
     """
     x = asarray(x)
     if isinstance(f_accum, np.ufunc):
@@ -204,7 +206,7 @@ def fold(f_accum: Callable[[Any, Any], Any], x: Any, axis: Any = None, dtype: An
     dtype = np.dtype(dtype or x.dtype)
     what = f"spartan.fold({name_of(f_accum)})"
     local = _FoldLocal(f_accum, dtype, what)
-    combine = _Combine(f_accum, dtype, what)
+    combine = _FoldCombine(f_accum, dtype, what)
     return Array(
         Fold(x._expr, axes, local, combine, dtype, name=getattr(f_accum, "__name__", "fold"))
     )
@@ -431,9 +433,17 @@ class _FoldLocal(_PyUfunc):
         return self.run(reduce, [block], axes, where=f"input tile {box_text(box)}")
 
 
+class _FoldCombine(_PyUfunc):
+    """``fold``'s Python ``f_accum`` joining two partials element by element, as within a
+    tile (a function of two values, ``max`` say, then works for every tiling)."""
+
+    def __call__(self, acc: Any, update: Any) -> Any:
+        return self.run(self.ufunc, [acc, update], where=task_tiles())
+
+
 class _Combine:
-    """A Python ``f_accum`` on whole arrays (fold's partials, a join's accumulator and
-    update): its result keeps their broadcast shape and casts to ``dtype``."""
+    """A Python ``f_accum`` on whole arrays (a join's accumulator and update): its
+    result keeps their broadcast shape and casts to ``dtype``."""
 
     def __init__(self, fn: Callable[[Any, Any], Any], dtype: np.dtype, what: str) -> None:
         self.fn, self.dtype, self.what = fn, dtype, what

@@ -130,18 +130,26 @@ def _learned(site: Hashable) -> float:
 
 log = logging.getLogger("spartan")
 #: evaluated plans with their measured bytes still to come (read at the next planning,
-#: so that an evaluation does not wait a round trip for them)
-_to_learn: list[tuple[Planned, Callable[[], Stats]]] = []
+#: so that an evaluation does not wait a round trip for them), and the backend's count
+#: of recoveries when each was sent
+_to_learn: list[tuple[Planned, Callable[[], Stats], int]] = []
 
 
 def learn_later(planned: Planned, stats: Callable[[], Stats]) -> None:
     """Record ``planned``'s measured bytes (``stats()``) before the next plan is made."""
-    _to_learn.append((planned, stats))
+    _to_learn.append((planned, stats, getattr(session.current(), "recoveries", 0)))
 
 
 def _learn() -> None:
+    """Teach the history what the evaluated plans measured. Plans depend on bytes alone,
+    never on time: an evaluation during which a worker was lost teaches nothing (its
+    counts lack the dead worker's bytes and count the re-run tasks' twice), so no
+    count a failure distorted steers a later plan."""
     while _to_learn:
-        planned, stats = _to_learn.pop(0)
+        planned, stats, recoveries = _to_learn.pop(0)
+        if getattr(session.current(), "recoveries", 0) != recoveries:
+            log.debug("no measured bytes for an earlier plan: a worker was lost since")
+            continue
         try:
             measured = stats().bytes_by_tag
         except Exception as error:  # noqa: BLE001 -- e.g. a worker lost since: learn nothing

@@ -375,6 +375,8 @@ def _arg_final(rec: np.ndarray) -> np.ndarray:
 
 def _arg(pick: Any, better: Any, name: str, a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
     x = _to_array(a)
+    if axis is not None:  # one integer axis, as NumPy's (a tuple raises its TypeError)
+        axis = operator.index(axis)
     if (
         axis is None
         and x.size == 0

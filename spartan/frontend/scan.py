@@ -1,7 +1,8 @@
 """``scan``: cumulative ``f_accum`` along an axis, output shaped like the input.
 
 Each tile accumulates locally and publishes its last slice; a tile then combines the
-last slices of the tiles before it along the axis (only those slices travel).
+last slices of the tiles before it along the axis (only those slices travel), in axis
+order, so the carries, and the bits, are the same on every run.
 
 >>> sp.cumsum(sp.arange(5)).to_numpy()     # doctest: +SKIP
 array([ 0,  1,  3,  6, 10])
@@ -137,6 +138,8 @@ def _cumulative(ufunc: np.ufunc, a: Any, axis: Any, dtype: Any, out: Any) -> Arr
     x = asarray(a)
     if axis is None:
         x, axis = x.ravel(), 0
+    elif x.ndim == 0:  # a scalar is one element to cumsum/cumprod (not to ufunc.accumulate)
+        x = x.reshape(1)
     if dtype is None and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool):
         dtype = np.result_type(x.dtype, np.uint if x.dtype.kind == "u" else np.int_)
     return ufunc_accumulate(ufunc, x, axis, dtype, out)

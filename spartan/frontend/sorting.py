@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.base import Piece, Region
+from spartan.backend.device import to_host
 from spartan.frontend.alongaxis import along_axes
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
@@ -52,6 +53,7 @@ class _LocalSort:
 
     def __call__(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.with_index:
+            block = to_host(block)  # (records stay on the host: CuPy has no structured dtypes)
             order = np.argsort(block, kind="stable")
             run = np.empty(block.shape[0], record_dtype(block.dtype))
             run["v"] = block[order]

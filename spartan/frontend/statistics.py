@@ -15,6 +15,7 @@ import builtins
 import functools
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,12 @@ def _lanes_quantile(q: np.ndarray, method: str, nan: bool, m: np.ndarray) -> np.
     with np.errstate(all="ignore"):
         out = fn(m, q, axis=1, method=method)
     return np.moveaxis(np.asarray(out), -1, 0) if q.ndim else out
+
+
+def _lanes_median(nan: bool, m: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (an empty lane: NaN, as in NumPy)
+        return (np.nanmedian if nan else np.median)(m, axis=1)
 
 
 def _ranked(s: Array, q: np.ndarray, method: str, dtype: np.dtype) -> Array:
@@ -107,6 +114,8 @@ def _quantile(
         result = full(q.shape, np.nan, dtype=dtype)  # median, nan*: NaN like NumPy
     elif kept or nan or x.size == 0:
         fn = functools.partial(_lanes_quantile, q, method, nan)
+        if name in ("median", "nanmedian"):  # NumPy's median takes booleans and empty lanes
+            fn = functools.partial(_lanes_median, nan)
         result = along_axes(fn, x, axes, q.shape, dtype, name=name)
         if q.ndim:  # NumPy puts the quantile axes first
             nq, nk = q.ndim, result.ndim - q.ndim
