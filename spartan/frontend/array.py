@@ -453,7 +453,7 @@ def _inplace(op: str):
             b = small.operand(other)
             if b is not small.NO:
                 uf(self._np, b, out=self._np)
-                self._buf.version += 1
+                self._buf.wrote()
                 return self
         from spartan.frontend import ufuncs
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from spartan.backend import session
 from spartan.backend.base import Backend, Region, interrupted
+from spartan.backend.master import free_queued
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
@@ -129,16 +130,22 @@ def evaluate(*exprs: Expr) -> None:
 
 def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> list | None:
     """:func:`evaluate`, then the ``fetch`` arrays (some of ``exprs``) whole on the
-    driver, pulled in the evaluation's own wait; None with nothing to evaluate."""
-    order = pending_order(exprs)
-    if not order:
-        return None
+    driver, pulled in the evaluation's own wait; None with nothing to evaluate.
+
+    Thread-safe: one evaluation at a time (:meth:`~spartan.backend.master.Master.evaluating`);
+    the pending graph is found holding the backend, so a node another thread evaluated
+    meanwhile is not evaluated twice."""
+    if all(e.data is not None and not e.is_view for e in exprs):
+        return None  # (without starting a backend)
     from spartan.frontend.checkpoint import periodic  # (it imports this module)
 
     backend = session.current()
     # the temporaries an evaluation frees (most when its graph goes) leave each worker
     # as one message, not one per array
-    with backend.batching_deletes():
+    with backend.evaluating():
+        order: list[Expr] | None = pending_order(exprs)
+        if not order:
+            return None
         try:
             start = time.perf_counter()
             lowered, planned = _lower(order, exprs, backend, {e.uid for e in fetch})
@@ -150,8 +157,10 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
                 node.done()
             saving = lowered if periodic.due() else []
             # the graph's last references: its temporaries are freed behind the tasks
-            # just sent, while they run, not after the wait
+            # just sent, while they run, not after the wait (their finalizers queued
+            # them: this is a safe point to delete them)
             order = lowered = None
+            free_queued()
             # learn real update costs for next time, while they may still change
             if planned is not None and planned.worth_measuring():
                 # promised now, the counters are asked behind the fetch and are there by
@@ -233,10 +242,11 @@ def compute(*exprs: Expr) -> list[np.ndarray]:
     if out is None:  # nothing to evaluate
         regions = [_region(e, full_box(e.shape)) for e in exprs]  # (see gather)
         backend = session.current()
-        try:
-            out = backend.wait(regions)
-        except KeyboardInterrupt as interrupt:
-            raise _interrupted(backend, interrupt, None) from None
+        with backend.evaluating():
+            try:
+                out = backend.wait(regions)
+            except KeyboardInterrupt as interrupt:
+                raise _interrupted(backend, interrupt, None) from None
     return out
 
 
@@ -248,7 +258,9 @@ def to_numpy(expr: Expr) -> np.ndarray:
 def gather(expr: Expr, box: Box) -> np.ndarray:
     """``expr[box]`` on the driver (``expr`` evaluated or a view of an evaluated base)."""
     region = _region(expr, box)  # first: it raises for tiles of a session shut down
-    return session.current().wait([region])[0]
+    backend = session.current()
+    with backend.evaluating():
+        return backend.wait([region])[0]
 
 
 def _region(expr: Expr, box: Box) -> Region:

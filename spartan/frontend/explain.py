@@ -102,7 +102,8 @@ def explain(x: Any) -> Explanation:
     if not order:
         raise ValueError("this array was not computed by spartan (it came from the driver)")
     be = session.current()
-    _, planned = choose(order, be.nworkers)
+    with be.lock:  # (planning's caches are shared with evaluations in other threads)
+        _, planned = choose(order, be.nworkers)
     if planned is None:
         raise RuntimeError("the tiling optimizer failed on this graph (see the log)")
     return Explanation(planned, evaluated=False)

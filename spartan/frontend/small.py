@@ -18,6 +18,8 @@ expression as a constant holding a copy of its values.
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,14 +34,24 @@ from spartan.frontend.expr import Expr
 NO = object()
 
 
+#: the versions writes give memories: each write a number no write had before
+_writes = itertools.count(1)
+
+
 class Memory:
-    """The memory a small array and its NumPy views share, and how many writes it has
-    seen: a copy sent to the workers stays valid while the count is unchanged."""
+    """The memory a small array and its NumPy views share, and its version: a copy sent
+    to the workers stays valid while the version is unchanged."""
 
     __slots__ = ("version",)
 
     def __init__(self) -> None:
         self.version = 0
+
+    def wrote(self) -> None:
+        """Note a write into this memory (after it is made). A fresh version, not a
+        count: two threads writing at once could each read the same count and store
+        the same increment, and a copy made between their writes would stay valid."""
+        self.version = next(_writes)  # (atomic: the counter is C code)
 
 
 def snapshot(x: Array) -> Expr:
@@ -47,11 +59,15 @@ def snapshot(x: Array) -> Expr:
     workers once and used again while ``x``'s memory sees no write (a small array used
     in every step of a loop over a big one goes once). A copy handed out twice is
     ``held``: a graph computed in the driver (:func:`computed_in_driver`) must not
-    evaluate it there, as another graph will read it on the workers."""
+    evaluate it there, as another graph will read it on the workers. A copy is used again
+    only by the thread that made it: another thread's graph could be computed in the
+    driver between that thread's look at ``held`` and this one's mark."""
     from spartan.frontend.source import FromNumpy, NewArray
 
+    # read before the copy: a write during it gives a new version, and the copy goes
+    version, thread = x._buf.version, threading.get_ident()
     cached = x._derived
-    if cached is not None and cached[0] == x._buf.version:
+    if cached is not None and cached[0] == version and cached[2] == thread:
         expr = cached[1]
         if expr.data is None or expr.data.backend is session.peek():
             expr.held = True
@@ -63,7 +79,7 @@ def snapshot(x: Array) -> Expr:
         expr = NewArray(values.shape, values.dtype, Inline(values), name="array")
     else:
         expr = FromNumpy(values)
-    x._derived = (x._buf.version, expr)
+    x._derived = (version, expr, thread)
     return expr
 
 
@@ -174,7 +190,7 @@ def call(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     out = func(*args, **kwargs)
     if "out" in kwargs or getattr(func, "__name__", "") in WRITERS:
         for a in found:  # (conservatively: every small array it was given)
-            a._buf.version += 1
+            a._buf.wrote()
     if theirs and isinstance(out, np.ndarray):
         # a spartan array never shares memory with a NumPy array of the user's
         if any(np.may_share_memory(out, a) for a in theirs):
@@ -248,7 +264,7 @@ def call_method(x: Array, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
     out = getattr(x._np, name)(*args, **kwargs)
     if name in WRITERS or "out" in kwargs:
         for a in found:
-            a._buf.version += 1
+            a._buf.wrote()
     return wrap(out, tuple(found))
 
 
@@ -268,7 +284,7 @@ def setitem(x: Array, key: Any, value: Any) -> None:
     if isinstance(value, Array):
         value = value._np if value._np is not None else value.to_numpy()
     x._np[key] = value
-    x._buf.version += 1
+    x._buf.wrote()
 
 
 __all__ = [

@@ -68,7 +68,9 @@ def _release(backend_ref: weakref.ref, keys: list) -> None:
     backend = backend_ref()
     if backend is not None and getattr(backend, "nworkers", 0):
         try:
-            backend.delete(keys)
+            # queued, not deleted here: a finalizer runs in any thread, at any allocation,
+            # maybe inside the backend's own walk over the maps a delete changes
+            backend.delete_later(keys)
         except Exception:  # noqa: BLE001 -- interpreter shutdown: workers already gone
             return
 
