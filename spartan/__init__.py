@@ -18,8 +18,9 @@ from typing import Any
 import numpy as _np
 
 from spartan import backend
+from spartan.backend.base import WorkerLostError
 from spartan.backend.device import array_module as get_array_module
-from spartan.backend.session import init, shutdown
+from spartan.backend.session import InsecureClusterWarning, init, shutdown
 from spartan.config import config
 from spartan.frontend.array import Array, ndarray
 from spartan.frontend.evaluate import compute as _compute
