@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from spartan.backend import channel, shared_output
+from spartan.backend import channel
 
 pytestmark = pytest.mark.skipif(
     not channel.Mailbox.available(), reason="no POSIX shared memory here"
@@ -93,44 +93,77 @@ def test_a_letter_posted_before_its_writer_died_is_still_read(mailbox, monkeypat
     assert letter.receive() == [1, 2]
 
 
-def test_close_removes_unread_letters_and_a_new_mailbox_those_of_dead_drivers(mailbox):
+def test_close_removes_unread_letters(mailbox):
     unread = channel.Letter(mailbox.name(), os.getpid())
     channel.post(unread.path, 1)
+    spilled = channel.spill_path(mailbox.name())
+    channel._write(spilled, channel.encode(2, b"k", "x"))
     mailbox.close()
-    assert not os.path.exists(unread.path)
-    orphan = os.path.join(shared_output.SHM_DIR, f"{channel._PREFIX}{_dead_pid()}-x-0")
-    open(orphan, "wb").close()
-    other = channel.Mailbox()
-    assert not os.path.exists(orphan)
-    other.close()
+    assert not os.path.exists(unread.path) and not os.path.exists(spilled)
 
 
 def test_a_value_the_letter_cannot_carry_leaves_it_empty_meaning_sent_apart(mailbox):
     letter = channel.Letter(mailbox.name(), os.getpid())
-    assert channel.post(letter.path, lambda: 0) is False  # plain pickle refuses a lambda
+    assert channel.post(letter.path, lambda: 0) is False  # not plain data
     assert letter.receive() is channel.SentApart
-    assert not os.path.exists(letter.path + ".part")
+    assert not [n for n in os.listdir(os.path.dirname(letter.path)) if n.endswith(".part")]
     other = channel.Letter(mailbox.name(), os.getpid())
     channel.post_apart(other.path)
     assert other.receive() is channel.SentApart
+    objects = channel.Letter(mailbox.name(), os.getpid())
+    assert channel.post(objects.path, np.array([None, "x"], dtype=object)) is False
+    assert objects.receive() is channel.SentApart
 
 
-def test_a_letter_with_nowhere_else_to_go_is_spilled(mailbox, monkeypatch, tmp_path):
-    """With ``spill``, a value shared memory has no room for goes to a file the empty
-    letter points to, one plain pickle refuses by cloudpickle; with no room anywhere,
-    the post raises. Closing the mailbox removes spilled letters never read."""
-    monkeypatch.setattr(channel, "SPILL_DIR", str(tmp_path))
+def test_a_letter_with_nowhere_else_to_go_is_spilled(mailbox, monkeypatch):
+    """With ``spill``, plain data shared memory has no room for goes to the session's
+    directory on disk, which the empty letter points to; with no room anywhere, the
+    post raises. Closing the mailbox removes spilled letters never read."""
     real = channel._write
-    monkeypatch.setattr(channel, "_write", lambda p, d: p.startswith(str(tmp_path)) and real(p, d))
+    shm = os.path.dirname(mailbox.name())
+    # (an empty letter needs no room)
+    monkeypatch.setattr(channel, "_write", lambda p, d: (not d or shm not in p) and real(p, d))
     letter = channel.Letter(mailbox.name(), os.getpid())
-    assert channel.post(letter.path, lambda: 7, spill=True)
+    spill_dir = os.path.dirname(channel.spill_path(letter.path))
+    assert spill_dir != shm and os.path.isdir(spill_dir)
+    assert (os.stat(spill_dir).st_mode & 0o777) == 0o700
+    assert channel.post(letter.path, (np.arange(3), "x"), spill=True)
     assert os.path.getsize(letter.path) == 0
-    assert letter.receive()() == 7
-    assert os.listdir(tmp_path) == []
+    got = letter.receive()
+    np.testing.assert_array_equal(got[0], np.arange(3))
+    assert got[1] == "x"
+    assert os.listdir(spill_dir) == []
     unread = mailbox.name()
     channel.post(unread, np.ones(2), spill=True)
     mailbox.close()
-    assert os.listdir(tmp_path) == [] and not os.path.exists(unread)
-    monkeypatch.setattr(channel, "_write", lambda p, d: False)
+    assert os.listdir(spill_dir) == [] and not os.path.exists(unread)
+    monkeypatch.setattr(channel, "_write", lambda p, d: not d and real(p, d))
     with pytest.raises(OSError, match="no room"):
         channel.post(mailbox.name(), 1, spill=True)
+
+
+def test_a_value_that_is_not_plain_data_is_spilled_through_ray_not_a_file(mailbox, ray_backend):
+    """With ``spill``, a value the letter's format does not carry (a function, an
+    exception) waits in Ray's store; the letter only says so. Without Ray, the post
+    raises (its reader would wait for nothing)."""
+    letter = channel.Letter(mailbox.name(), os.getpid())
+    assert channel.post(letter.path, lambda: 7, spill=True)
+    with open(letter.path, "rb") as f:
+        assert b"lambda" not in f.read() and not os.path.exists(channel.spill_path(letter.path))
+    assert letter.receive()() == 7
+    failed = channel.Letter(mailbox.name(), os.getpid())
+    channel.post(failed.path, KeyError("tile"), spill=True)
+    assert repr(failed.receive()) == "KeyError('tile')"
+    unread = mailbox.name()
+    channel.post(unread, ValueError("never read"), spill=True)
+    mailbox.close()  # takes its value out of Ray's store too
+    with pytest.raises(channel.PieceRejected, match="not in Ray's store"):
+        channel._from_ray(channel._name(unread))
+
+
+def test_a_value_that_is_not_plain_data_cannot_be_spilled_without_ray(mailbox, monkeypatch):
+    from ray.experimental import internal_kv
+
+    monkeypatch.setattr(internal_kv, "_internal_kv_initialized", lambda: False)
+    with pytest.raises(OSError, match="could not pass a function"):
+        channel.post(mailbox.name(), lambda: 7, spill=True)

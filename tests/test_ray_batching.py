@@ -424,13 +424,14 @@ def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_c
     be.delete([("rpost", k) for k in ("x", "slow", 0, "read")])
 
 
-def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypatch, tmp_path):
+def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypatch):
     """A post without a ref for its reader to fall back on (held) spills a piece shared
-    memory has no room for (by cloudpickle where plain pickle refuses it); one with
-    nowhere to go fails its reader's task."""
+    memory has no room for to the session's directory on disk (one that is not plain
+    data through Ray's key-value store, never a file); one with nowhere to go fails its
+    reader's task."""
     import pickle
 
-    from spartan.backend import channel
+    from spartan.backend import channel, session_files
     from spartan.backend.ray_backend import Post, RayWorker, _open
     from spartan.backend.worker import TaskFailed, Worker
 
@@ -438,27 +439,30 @@ def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypa
     Worker.__init__(worker, 0)
     worker.put(("spill", "x"), np.arange(4.0))
     worker.put(("spill", "f"), np.array([lambda: 0], dtype=object))
-    monkeypatch.setattr(channel, "SPILL_DIR", str(tmp_path / "spill"))
-    os.mkdir(channel.SPILL_DIR)
+    files = session_files.SessionDir.make()
     real = channel._write
+    # no room in shared memory but for empty letters
     monkeypatch.setattr(
-        channel, "_write", lambda p, d: p.startswith(channel.SPILL_DIR) and real(p, d)
+        channel, "_write", lambda p, d: (not d or p.startswith(files.spill)) and real(p, d)
     )
-    shm = tmp_path / "shm"
-    shm.mkdir()
+    shm = files.shm
     steps = [
-        Post(str(shm / "a"), ("spill", "x"), (slice(1, 3),), None, apart=False),
-        Post(str(shm / "b"), ("spill", "f"), (slice(0, 1),), None, apart=False),
+        Post(os.path.join(shm, "a"), ("spill", "x"), (slice(1, 3),), None, apart=False),
+        Post(os.path.join(shm, "b"), ("spill", "f"), (slice(0, 1),), None, apart=False),
     ]
     assert worker.run_batch(pickle.dumps((steps, []))) is None  # one return: nothing went apart
-    assert sorted(os.listdir(channel.SPILL_DIR)) == ["a", "b"]
-    np.testing.assert_array_equal(_open(channel.Letter(str(shm / "a"), os.getpid())), [1.0, 2.0])
-    assert _open(channel.Letter(str(shm / "b"), os.getpid()))[0]() == 0  # by cloudpickle
-    assert os.listdir(channel.SPILL_DIR) == []
-    monkeypatch.setattr(channel, "SPILL_DIR", "/nonexistent-spartan-spill")
-    worker.post(str(shm / "c"), ("spill", "x"), (slice(0, 1),), None, apart=False)
-    got = _open(channel.Letter(str(shm / "c"), os.getpid()))
+    assert sorted(os.listdir(files.spill)) == ["a", "b"]
+    # (b's says only that its value waits in Ray's store)
+    assert os.path.getsize(os.path.join(files.spill, "b")) == channel.HEADER_BYTES
+    got = _open(channel.Letter(os.path.join(shm, "a"), os.getpid()))
+    np.testing.assert_array_equal(got, [1.0, 2.0])
+    assert _open(channel.Letter(os.path.join(shm, "b"), os.getpid()))[0]() == 0  # through Ray
+    assert os.listdir(files.spill) == []
+    monkeypatch.setattr(channel, "_write", lambda p, d: not d and real(p, d))
+    worker.post(os.path.join(shm, "c"), ("spill", "x"), (slice(0, 1),), None, apart=False)
+    got = _open(channel.Letter(os.path.join(shm, "c"), os.getpid()))
     assert isinstance(got, TaskFailed) and isinstance(got.error, OSError)
+    files.close()
 
 
 def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backend, monkeypatch):

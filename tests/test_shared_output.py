@@ -96,18 +96,17 @@ def test_no_shared_memory_means_no_zone(monkeypatch):
     assert LandingZone().reserve(8, limit=1 << 30) is None
 
 
-def test_zones_of_dead_drivers_are_removed():
-    dead = os.path.join(shared_output.SHM_DIR, f"{shared_output._PREFIX}999999999-test")
-    mine = os.path.join(shared_output.SHM_DIR, f"{shared_output._PREFIX}{os.getpid()}-test")
-    for path in (dead, mine):
-        open(path, "wb").close()
-    try:
-        LandingZone()
-        assert not os.path.exists(dead) and os.path.exists(mine)
-    finally:
-        for path in (dead, mine):
-            if os.path.exists(path):
-                os.unlink(path)
+def test_zones_are_private_files_of_the_session_directory():
+    from spartan.backend import session_files
+
+    files = session_files.SessionDir.make()
+    zone = LandingZone(files)
+    path = zone.reserve(8, limit=1 << 30)
+    assert os.path.dirname(path) == files.shm
+    assert (os.stat(path).st_mode & 0o777) == 0o600
+    zone.close()
+    files.close()
+    assert not os.path.exists(files.shm)
 
 
 def test_a_size_the_host_has_no_room_for_is_not_tried_again(monkeypatch):
@@ -117,13 +116,16 @@ def test_a_size_the_host_has_no_room_for_is_not_tried_again(monkeypatch):
         calls.append(size)
         raise OSError(28, "No space left on device")
 
+    from spartan.backend import session_files
+
     monkeypatch.setattr(os, "posix_fallocate", full)
-    before = set(os.listdir(shared_output.SHM_DIR))
-    zone = LandingZone()
+    files = session_files.SessionDir.make()
+    zone = LandingZone(files)
     assert zone.reserve(1 << 20, limit=1 << 30) is None
     assert zone.reserve(1 << 20, limit=1 << 30) is None
     assert calls == [shared_output.FIRST_BYTES]
-    assert set(os.listdir(shared_output.SHM_DIR)) <= before  # the failed file is gone
+    assert os.listdir(files.shm) == []  # the failed file is gone
+    files.close()
 
 
 def test_a_lent_zone_coming_back_lets_a_size_be_tried_again(monkeypatch):

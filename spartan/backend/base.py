@@ -83,6 +83,26 @@ class Stats:
         return dict(self.__dict__)
 
 
+class WorkerLostError(RuntimeError):
+    """Workers died and spartan stopped trying to recover the evaluation: a user
+    function ended its worker's process (it is not run again), or workers kept dying
+    past ``spartan.config.recovery_attempts`` recoveries. The session stays usable: the
+    lost workers are replaced at the next evaluation, and arrays are rebuilt from their
+    lineage (or checkpoint) when they are read. ``workers``: the indices of the workers
+    lost last.
+
+    >>> try:
+    ...     spartan.map(lambda t: os._exit(1), x).to_numpy()   # doctest: +SKIP
+    ... except spartan.WorkerLostError as e:
+    ...     print(e)
+    worker 1 died while running spartan.map(<lambda>) on output tile (0, 0) ...
+    """
+
+    def __init__(self, message: str, workers: Collection[int] = ()) -> None:
+        super().__init__(message)
+        self.workers = tuple(sorted(workers))
+
+
 def interrupted(cancelled: int) -> KeyboardInterrupt:
     """What Ctrl-C in a wait raises once the work sent was cancelled
     (:meth:`Backend.cancel`): a one-line note instead of the traceback of the wait it
@@ -128,6 +148,13 @@ class Backend(Protocol):
 
     def delete(self, keys: Sequence[Key]) -> None:
         """Drop blocks wherever they are held (asynchronously)."""
+
+    def delete_later(self, keys: Sequence[Key]) -> None:
+        """:meth:`delete` once no evaluation is in the middle of one (what a finalizer
+        calls, in any thread); never waits."""
+
+    def evaluating(self) -> AbstractContextManager[None]:
+        """Hold the backend for one evaluation: one at a time, whatever the thread."""
 
     def batching_deletes(self) -> AbstractContextManager[None]:
         """Deletes made inside go out at the end (or with a worker's next tasks), each

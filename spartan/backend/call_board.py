@@ -6,7 +6,9 @@ a worker was done from the future of its last call, which Ray completes from a t
 that needs the driver's GIL: while the driver planned and lowered CG's 20 iterations,
 both workers, idle 12 ms into the evaluation, still looked busy at 19 ms, and its first
 product waited for them. Here each worker counts its finished calls in a shared-memory
-slot that the driver reads without Ray or the GIL.
+slot that the driver reads without Ray or the GIL. The board is a file in the driver's
+private session directory (:mod:`~spartan.backend.session_files`), made mode 0600 and
+opened without following links; it holds nothing but the counts.
 
 >>> board = CallBoard.make(2)        # the driver's (None without shared memory)
 >>> slot = Slot.attach(board.path, 1)  # worker 1's (None on another host)
@@ -20,14 +22,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import uuid
 import weakref
 
 import numpy as np
 
-from spartan.backend import shared_output
+from spartan.backend import session_files, shared_output
 
-_PREFIX = "spartan-calls-"
 #: bytes per worker: a count each (8-byte aligned stores do not tear on 64-bit hosts)
 _SLOT = 8
 
@@ -40,17 +40,24 @@ class CallBoard:
         self._removal = weakref.finalize(self, shared_output.unlink_quietly, path)
 
     @classmethod
-    def make(cls, nworkers: int) -> CallBoard | None:
-        """A new board for ``nworkers`` workers; None where this host has no shared
-        memory (the caller then goes by Ray's futures)."""
+    def make(cls, nworkers: int, files: session_files.SessionDir | None = None) -> CallBoard | None:
+        """A new board for ``nworkers`` workers in the session directory ``files``
+        (default: this process's); None where this host has no shared memory (the
+        caller then goes by Ray's futures)."""
         if not os.path.isdir(shared_output.SHM_DIR):
             return None
-        shared_output.remove_orphans(_PREFIX)
-        path = os.path.join(shared_output.SHM_DIR, f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex}")
         try:
-            counts = _map(path, nworkers * _SLOT, create=True)
+            files = files if files is not None else session_files.default()
+            path, fd = files.new_file("calls", nworkers * _SLOT)
         except OSError:
             return None
+        try:
+            counts = np.frombuffer(mmap.mmap(fd, nworkers * _SLOT), np.int64)
+        except OSError:
+            shared_output.unlink_quietly(path)
+            return None
+        finally:
+            os.close(fd)
         return cls(path, counts)
 
     def finished(self, worker: int) -> int:
@@ -76,26 +83,12 @@ class Slot:
     def attach(cls, path: str | None, index: int) -> Slot | None:
         """Worker ``index``'s slot on the board at ``path``; None without a board or
         where the board is not on this host."""
-        if path is None:
-            return None
+        buf = session_files.map_own(path)
         try:
-            return cls(_map(path, 0, create=False), index)
-        except OSError:
+            return cls(np.frombuffer(buf, np.int64), index) if buf is not None else None
+        except ValueError:  # (a file not of counts)
             return None
 
     def tick(self) -> None:
         """One more call finished (only this worker writes its slot)."""
         self._counts[self._index] += 1
-
-
-def _map(path: str, size: int, create: bool) -> np.ndarray:
-    """The counts in the file at ``path`` (made ``size`` bytes of zeros if ``create``)."""
-    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        if create:
-            os.ftruncate(fd, size)
-        buf = mmap.mmap(fd, size or os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    return np.frombuffer(buf, np.int64)

@@ -35,18 +35,19 @@ held are rebuilt by re-running the tasks that made them, and the interrupted
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import logging
+import mmap
 import os
 import pickle
 import sys
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import psutil
@@ -54,21 +55,31 @@ import ray
 from ray import cloudpickle  # what ray.put uses: pickle-by-value registrations apply
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from spartan.backend import call_board, channel, shared_output
-from spartan.backend.base import Key, Piece, Region, interrupted, remote_pieces
+from spartan.backend import call_board, channel, running, session_files, shared_output
+from spartan.backend.base import (
+    Key,
+    Piece,
+    Region,
+    WorkerLostError,
+    interrupted,
+    remote_pieces,
+)
 from spartan.backend.device import to_host
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
 from spartan.backend.streaming_copies import glibc_tunables
 from spartan.backend.worker import (
+    BlockMissing,
     TaskCancelled,
     TaskFailed,
     Worker,
     cancel_check,
     cancelled,
+    name_of,
     nbytes_of,
     take,
+    tiles_of,
     with_user_frames,
 )
 from spartan.config import config
@@ -103,28 +114,37 @@ INLINE_FN_BYTES = 16 * 1024
 #: a block sent from the driver at least this big is copied out of the object store
 OWN_MIN_BYTES = 1 << 20
 
+#: seconds a death Ray reported may take to show in the control store
+#: (:meth:`RayBackend._dead_workers`)
+DEATH_NOTICE_S = 10.0
+#: seconds a replacement worker may take to start
+START_TIMEOUT_S = 120
+#: seconds to wait for the process of a worker the driver stopped to be gone
+STOP_WAIT_S = 10.0
+
 #: errors that mean a worker (or an object it owned) is gone, not a bug in user code
 LOSS_ERRORS = (
     ray.exceptions.RayActorError,
     ray.exceptions.ObjectLostError,
     ray.exceptions.OwnerDiedError,
     channel.PeerLost,
+    BlockMissing,
 )
 
 
 class StopFlag:
     """How many times the driver cancelled its workers' work (:meth:`RayBackend.cancel`),
-    in shared memory: a worker on the driver's host reads it before each task and skips
-    a task sent before the latest cancel. A call queued at an actor cannot be reached
-    any other way: Ray runs an actor's calls one at a time, in order.
+    in shared memory (a file of the driver's session directory,
+    :mod:`~spartan.backend.session_files`): a worker on the driver's host reads it
+    before each task and skips a task sent before the latest cancel. A call queued at an
+    actor cannot be reached any other way: Ray runs an actor's calls one at a time, in
+    order.
 
     >>> flag = StopFlag.make()          # the driver's (None without shared memory)
     >>> StopFlag.attach(flag.path).count()  # a worker's
     0
     >>> flag.close()
     """
-
-    _PREFIX = "spartan-stop-"
 
     def __init__(self, path: str, count: np.ndarray, owner: bool = False) -> None:
         self.path, self._count = path, count
@@ -133,18 +153,22 @@ class StopFlag:
         )
 
     @classmethod
-    def make(cls) -> StopFlag | None:
+    def make(cls, files: session_files.SessionDir | None = None) -> StopFlag | None:
+        """A new flag in the session directory ``files`` (default: this process's)."""
         if not os.path.isdir(shared_output.SHM_DIR):
             return None
-        shared_output.remove_orphans(cls._PREFIX)
-        path = os.path.join(shared_output.SHM_DIR, f"{cls._PREFIX}{os.getpid()}-{uuid.uuid4().hex}")
         try:
-            with open(path, "xb") as f:
-                f.write(bytes(8))
-            count = np.memmap(path, np.int64, "r+", shape=(1,)).view(np.ndarray)
-            return cls(path, count, owner=True)
+            files = files if files is not None else session_files.default()
+            path, fd = files.new_file("stop", 8)
         except OSError:
             return None
+        try:
+            return cls(path, np.frombuffer(mmap.mmap(fd, 8), np.int64), owner=True)
+        except OSError:
+            shared_output.unlink_quietly(path)
+            return None
+        finally:
+            os.close(fd)
 
     @classmethod
     def attach(cls, path: str | None) -> StopFlag | None:
@@ -152,9 +176,15 @@ class StopFlag:
         if path is None:
             return None
         try:
-            return cls(path, np.memmap(path, np.int64, "r", shape=(1,)).view(np.ndarray))
+            fd = session_files.open_own(path)
         except OSError:
             return None
+        try:
+            return cls(path, np.frombuffer(mmap.mmap(fd, 8, prot=mmap.PROT_READ), np.int64))
+        except (OSError, ValueError):  # (a file shorter than a count)
+            return None
+        finally:
+            os.close(fd)
 
     def count(self) -> int:
         return int(self._count[0])
@@ -205,17 +235,24 @@ class RayWorker(Worker):
         peers: int = 1,
         board: str | None = None,
         stop: str | None = None,
+        files: session_files.Handle | None = None,
+        running_board: str | None = None,
     ) -> None:
         """``keep_freed``: bytes of freed memory kept for reuse (None: the default for
         ``peers`` workers on this node); see :mod:`spartan.backend.heap`. ``board``: the
         path of the driver's :class:`~call_board.CallBoard`, where this worker counts
         its finished task calls (runs and puts) if it is on the driver's host; ``stop``:
-        that of its :class:`StopFlag`."""
+        that of its :class:`StopFlag`; ``files``: the driver's session directories and
+        the token its letters are checked with (:mod:`~spartan.backend.session_files`);
+        ``running_board``: the path of the driver's :class:`~running.RunningBoard`, where
+        this worker notes the user function it runs (if it is on the driver's host)."""
         super().__init__(index, ray.get_runtime_context().get_node_id(), device)
         keep_freed_memory(default_keep(peers) if keep_freed is None else keep_freed)
+        session_files.join(files)
         channel.doorbell()  # there before any letter for this worker is posted
         self._slot = call_board.Slot.attach(board, index)
         self._stop = StopFlag.attach(stop)
+        running.watch_exits(running.RunningSlot.attach(running_board, index))
         self._finished_call()  # the start counts: the driver sees the slot works
 
     def _finished_call(self) -> None:
@@ -228,9 +265,12 @@ class RayWorker(Worker):
         ``whole`` says so) the whole block in this node's object store, which this worker
         cuts the piece from. The spec holds those Ray does not pass (``passed``,
         :func:`_split`). ``sent``: how many cancels the driver had made when it sent
-        the task (:meth:`_skips`)."""
+        the task (:meth:`_skips`); ``seq``: its number in the driver's lineage."""
         try:
-            inline, inputs, outputs, want_result, nodes, tag, whole, land, sent = pickle.loads(spec)
+            (inline, inputs, outputs, want_result, nodes, tag, whole, land, sent, seq) = (
+                pickle.loads(spec)
+            )
+            _running_task(seq)
             fn, *remote = _joined(inline, passed)
             remote = self._received(inputs, remote, whole)
             if self._skips(sent):
@@ -337,7 +377,8 @@ class RayWorker(Worker):
                     posted = self.post(*step.fields())
                     apart = posted if step.apart else apart
                 else:
-                    fn, inputs, outputs, tag, at, whole, land = step
+                    fn, inputs, outputs, tag, at, whole, land, *seq = step
+                    _running_task(seq[0] if seq else -1)
                     fn = fn if isinstance(fn, bytes) else args[fn]
                     remote = self._received(inputs, [args[i] for i in at], whole)
                     if self._skips(sent):
@@ -414,6 +455,14 @@ class RayWorker(Worker):
         return out
 
 
+def _running_task(seq: int) -> None:
+    """Task ``seq`` runs now in this worker (its user code is noted under it on the
+    driver's running board, :mod:`~spartan.backend.running`)."""
+    slot = running.current()
+    if slot is not None:
+        slot.task = seq
+
+
 def _split(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """A call's arguments as (those that go inside its pickled spec, None where Ray
     passes one; those Ray passes): object refs, which Ray resolves, and letters holding
@@ -487,32 +536,79 @@ def _unwrap(error: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else error
 
 
-def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]:
-    """The Ray node id of each worker: every node offering the resources takes a share
-    in proportion to its capacity; workers of one node get consecutive indices."""
+def _capacities(cpus: float, gpus: float, free: bool) -> list[tuple[str, int]]:
+    """``(node id, workers it holds)`` of every alive node with room for one, sorted by
+    node id: by the node's total resources, or (``free``) by what no one holds now.
+    A worker of 0 CPUs holds none: a node then takes one per core (free or not)."""
+    available: dict[str, dict[str, float]] = {}
+    if free:
+        try:  # (Ray's own per-node view: ray.nodes() has only totals)
+            available = ray._private.state.available_resources_per_node()
+        except Exception:  # noqa: BLE001 -- an older or newer Ray: count totals
+            free = False
     nodes = []
     for n in ray.nodes():
         if not n.get("Alive"):
             continue
-        res = n.get("Resources", {})
-        cap = int(res.get("CPU", 0) // cpus) if cpus else 1 << 30
+        total = n.get("Resources", {})
+        res = available.get(n["NodeID"], {}) if free else total
+        cap = int(res.get("CPU", 0) // cpus) if cpus else int(total.get("CPU", 0))
         if gpus:
             cap = min(cap, int(res.get("GPU", 0) // gpus))
         if cap > 0:
             nodes.append((n["NodeID"], cap))
+    return sorted(nodes)
+
+
+def free_workers(cpus: float = 1, gpus: float = 0) -> int:
+    """How many workers of ``cpus`` CPUs and ``gpus`` GPUs the cluster has room for now,
+    besides what other drivers' workers and tasks hold: the default number of workers
+    of a driver that joins a cluster (see :func:`spartan.init`).
+
+    >>> free_workers()   # a 2-CPU cluster another driver's 2 workers hold  # doctest: +SKIP
+    0
+    """
+    return sum(cap for _, cap in _capacities(cpus, gpus, free=True))
+
+
+def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]:
+    """The Ray node id of each worker: every node offering the resources takes a share
+    in proportion to its capacity; workers of one node get consecutive indices.
+
+    The capacity counted is what is free now when the workers fit in it (other drivers
+    may hold part of a cluster), else the nodes' totals: ``None`` workers are as many as
+    the totals hold."""
+    nodes = _capacities(cpus, gpus, free=False)
     if not nodes:
         raise RuntimeError("no Ray node offers the resources a spartan worker needs")
-    nodes.sort()
-    total = sum(c for _, c in nodes)
-    n = total if num_workers is None else num_workers
+    n = sum(c for _, c in nodes) if num_workers is None else num_workers
     if n < 1:
         raise ValueError(f"num_workers must be >= 1, got {n}")
+    free = _capacities(cpus, gpus, free=True) if cpus or gpus else []
+    if n <= sum(c for _, c in free):
+        nodes = free  # where they can start now, not behind another driver's workers
+    total = sum(c for _, c in nodes)
     slots: list[str] = []
     while len(slots) < n:  # fill in proportion to capacity, cycling if oversubscribed
         for node_id, cap in nodes:
             share = max(1, round(n * cap / total))
             slots.extend([node_id] * share)
     return sorted(slots[:n], key=[node for node, _ in nodes].index)
+
+
+def start_timeout_message(n: int, cpus: float, gpus: float, waited: float) -> str:
+    """Why ``n`` workers did not start within ``waited`` seconds, and what to do."""
+    room = free_workers(cpus, gpus) if cpus or gpus else n
+    total = ray.cluster_resources()
+    want = f"{cpus:g} CPU" + (f" and {gpus:g} GPU" if gpus else "") + " each"
+    return (
+        f"could not start {n} spartan workers ({want}) within {waited:g} s: the cluster "
+        f"has {total.get('CPU', 0):g} CPUs"
+        + (f" and {total.get('GPU', 0):g} GPUs" if gpus else "")
+        + f" and room for {room} such workers now (other drivers' workers or tasks "
+        "hold the rest); ask for fewer (num_workers=), share the cores with the other "
+        "drivers (cpus_per_worker=0), or stop them"
+    )
 
 
 class RayBackend(Master):
@@ -535,16 +631,29 @@ class RayBackend(Master):
         self.slots = worker_slots(num_workers, num_cpus_per_worker, num_gpus_per_worker)
         self._worker_env = worker_env(os.environ)
         self.nworkers = len(self.slots)
+        #: the private directories of the files shared with the workers on this host
+        self._files = session_files.SessionDir.make()
         #: where the workers on this host count their finished calls, those that do,
         #: and how many calls (their start included) each was sent (see :meth:`_busy`)
-        self._board = call_board.CallBoard.make(self.nworkers)
+        self._board = call_board.CallBoard.make(self.nworkers, self._files)
         self._on_board: set[int] = set()
         self._calls = [0] * self.nworkers
         #: the cancels made so far (each task is sent with their count), shared with the
         #: workers on this host; the blocks cancelled tasks left unmade, by (key, worker),
         #: made again before they are read (see :meth:`cancel`)
-        self._stop = StopFlag.make()
+        self._stop = StopFlag.make(self._files)
         self._cancels = 0
+        #: where the workers on this host note the user function they run (None: no
+        #: shared memory), read after a death or a timeout (:mod:`~spartan.backend.running`)
+        self._running = running.RunningBoard.make(self.nworkers, self._files)
+        #: workers known dead and not replaced yet (an evaluation gave up, or stopped
+        #: them): the next flush, wait or fetch replaces them (:meth:`_replace_lost`)
+        self._lost: set[int] = set()
+        #: per task (lineage seq): how many times its worker died while it ran, in the
+        #: current wait (a task that kills its worker twice is blamed, :meth:`_blame`)
+        self._suspects: dict[int, int] = {}
+        #: the last seq logged when the last wait ended (later ones are this evaluation's)
+        self._evaluation_from = -1
         self._unmade: set[tuple[Key, int]] = set()
         #: seqs of the records a recovery re-ran, until the wait that sees them through
         self._replayed: set[int] = set()
@@ -559,13 +668,16 @@ class RayBackend(Master):
             for a in self.actors:
                 ray.kill(a)
             raise RuntimeError(
-                f"could not start {self.nworkers} spartan workers within 120 s: the cluster "
-                f"offers {ray.available_resources()}; ask for fewer workers"
+                start_timeout_message(self.nworkers, self.cpus, self.gpus, 120)
             ) from None
         self.pids = ray.get([a.pid.remote() for a in self.actors])
         self._check_board(range(self.nworkers))
         #: names the letters pieces pass through on one host; None: no shared memory
-        self._mailbox = channel.Mailbox() if channel.Mailbox.available() else None
+        self._mailbox = (
+            channel.Mailbox(self._files)
+            if channel.Mailbox.available() and self._files.shm is not None
+            else None
+        )
         self.lineage = Lineage()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         #: puts and tasks logged but not sent yet (see :meth:`flush`)
@@ -600,7 +712,8 @@ class RayBackend(Master):
         #: holding each key (:meth:`_ask_copies`)
         self._copies_asked: list[tuple[ray.ObjectRef, dict[Key, list[int]]]] = []
         self.driver_node = ray.get_runtime_context().get_node_id()
-        self._landing = shared_output.LandingZone()
+        quiet_worker_deaths()
+        self._landing = shared_output.LandingZone(self._files)
         #: the last reader whose piece sizes were worked out, and those sizes by piece id
         self._sizes: tuple[Record | None, dict[int, int]] = (None, {})
         log.info("spartan: %d Ray workers on %d node(s)", self.nworkers, len(set(self.nodes)))
@@ -624,6 +737,8 @@ class RayBackend(Master):
                 self.slots.count(node),
                 self._board.path if self._board is not None else None,
                 self._stop.path if self._stop is not None else None,
+                self._files.handle,
+                self._running.path if self._running is not None else None,
             )
         )
 
@@ -682,6 +797,10 @@ class RayBackend(Master):
         if fetch:
             self._land_later(fetch)
         queued, self._queued = self._queued, []
+        if self._lost and queued and not self._cancelling:
+            # workers an earlier evaluation gave up on: replaced before anything is sent
+            # (if that fails, the blocks of ``queued`` are among those made when read)
+            self._replace_lost(queued)
         if self._unmade and not self._cancelling:
             self._remake(pair for rec in queued for pair in rec.needs)
         made_here = {(key, rec.worker) for rec in queued for key in rec.outputs}
@@ -827,7 +946,7 @@ class RayBackend(Master):
                 at = tuple(position(arg) for arg, _ in pieces)
                 whole = tuple(w for _, w in pieces)
                 land = self._lands.pop(item.seq, None)
-                steps.append((fn, item.inputs, item.outputs, item.tag, at, whole, land))
+                steps.append((fn, item.inputs, item.outputs, item.tag, at, whole, land, item.seq))
             else:
                 steps.append(item)
         self._release_posts(args)
@@ -853,17 +972,21 @@ class RayBackend(Master):
         A block sent from the driver lies in the object store, where a reader on the
         same node maps it without a copy (the put must precede the reader: one logged
         after it, under the same key, is not yet what the reader may see). Else the
-        block's owner copies the piece: for a reader on its node, into a letter
-        (:mod:`spartan.backend.channel`), which the reader waits for itself, unless the
-        piece is known to be over ``channel.MAX_BYTES``; else into the object store,
-        whose ref Ray resolves at the driver before the reader's task is sent on."""
+        block's owner copies the piece: for a reader on its node, the driver's host,
+        into a letter (:mod:`spartan.backend.channel`), which the reader waits for
+        itself, unless the piece is known to be over ``channel.MAX_BYTES``; else into
+        the object store, whose ref Ray resolves at the driver before the reader's task
+        is sent on."""
         made = self.lineage.made_by.get((p.key, p.worker))
         near = self.nodes[p.worker] == self.nodes[reader.worker]
         put = made is not None and isinstance(made.value, ray.ObjectRef)  # (not a copy)
         if put and made.seq < reader.seq and near:
             return made.value, True
         size = self._piece_bytes(p, reader)
-        if near and self._mailbox is not None and size <= channel.MAX_BYTES:
+        # (letters live in the driver's session directory: both workers must be on its
+        # host and able to use it, as their counts on the board in it show)
+        mail = self._mailbox is not None and {p.worker, reader.worker} <= self._on_board
+        if near and mail and size <= channel.MAX_BYTES:
             # the post joins the owner's held tasks (the block may come from one of them).
             # A piece of known size is never sent apart: while the owner is busy, its
             # post waits there for its later tasks (one call for many iterations of a
@@ -941,6 +1064,7 @@ class RayBackend(Master):
                     whole,
                     land,
                     self._cancels,
+                    rec.seq,
                 ),
                 protocol=5,
             )
@@ -953,12 +1077,26 @@ class RayBackend(Master):
 
     # ---- waiting, with progress and recovery ---------------------------------------------
     def wait(self, fetch: Sequence[Region] = ()) -> list[np.ndarray]:
+        try:
+            return self._wait(fetch)
+        finally:
+            # what is logged from now on is the next evaluation's (a re-run of an
+            # earlier task may fail as it did then: that is for its readers to raise)
+            self._evaluation_from = self._logged
+            self._replayed.clear()
+
+    def _wait(self, fetch: Sequence[Region]) -> list[np.ndarray]:
+        deadline = _deadline(config.task_timeout)
+        self._suspects = {}
+        if self._lost:
+            self._replace_lost()  # first: nothing below is sent to a dead worker
         if self._unmade and fetch:
             self._remake(self._held_by((p.key, p.worker) for r in fetch for p in r.pieces))
         self.release_held()
         big = _biggest(fetch)
         landed, self._landed = self._landed, None
-        for attempt in range(3):
+        attempt = rounds = 0
+        while True:
             pending, self._inflight = self._inflight, []
             landing = self._landing_path(fetch[big]) if big is not None else None
             # pieces their tasks wrote into the zone (not after a recovery: the replays
@@ -971,6 +1109,7 @@ class RayBackend(Master):
                 and landed[1] == landing
                 else frozenset()
             )
+            refs: list[Any] = []
             try:
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
                 # calls to an actor run in order: these follow its tasks, in one round trip
@@ -985,13 +1124,15 @@ class RayBackend(Master):
                 self._ask_stats()
                 at = len(refs)
                 refs += [call for cs in calls for call in cs]
-                # a task re-run to rebuild a lost block may fail as it did the first time
-                # (an earlier evaluation's error): that is for its readers to raise, not
-                # this evaluation, which raises only its own tasks' failures
-                replays = {ref for ref, rec in pending if rec.seq in self._replayed}
+                # a task of an earlier evaluation re-run to rebuild a lost block may fail
+                # as it did the first time: that is for its readers to raise, not this
+                # evaluation, which raises only its own tasks' failures
+                earlier = self._evaluation_from
+                replays = {
+                    ref for ref, rec in pending if rec.seq in self._replayed and rec.seq <= earlier
+                }
                 replays -= {ref for ref, rec in pending if rec.seq not in self._replayed}
-                values = self._get(refs, progress=True, tolerate=replays)
-                self._replayed.clear()
+                values = self._get(refs, progress=True, tolerate=replays, deadline=deadline)
                 self._last = {}  # idle (their futures may not have heard yet)
                 self._settled = self._logged
                 out = []
@@ -1002,16 +1143,24 @@ class RayBackend(Master):
                         out.append(self._assembled(region, values[at : at + len(cs)]))
                     at += len(cs)
                 return out
-            except LOSS_ERRORS:
-                self._recover(pending)
+            except LOSS_ERRORS as error:
+                loss = error  # (recovered below, outside the handler: a loss there is its own)
             except BaseException as error:
                 if landing is not None:  # writes may still be on their way: a new zone
                     self._landing.close()
+                if isinstance(error, ray.exceptions.GetTimeoutError):
+                    raise self._overdue(pending, refs) from None
                 if isinstance(error, KeyboardInterrupt):
                     self._inflight[:0] = pending  # (cancel waits for them)
                     raise interrupted(self.cancel()) from None
                 raise
-        raise RuntimeError("spartan could not recover from repeated worker failures")
+            attempt += 1
+            try:
+                rounds = self._recover_rounds(pending, rounds + 1, loss)
+            except BaseException:
+                if landing is not None:
+                    self._landing.close()
+                raise
 
     def _landing_path(self, region: Region) -> str | None:
         """The landing zone's path when ``region`` comes through it: big enough, plain
@@ -1053,16 +1202,27 @@ class RayBackend(Master):
         return self._get([self._refs.pop(h.seq) for h in handles])
 
     def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        deadline = _deadline(config.task_timeout)
+        self._suspects = {}
+        if self._lost:
+            self._replace_lost()
         if self._unmade:
             self._remake(self._held_by((k, w) for k, w, _ in reqs))
         self.release_held()
-        for _ in range(3):
+        rounds = 0
+        while True:
+            calls: list[Any] = []
             try:
-                return self._get(self._piece_calls(reqs))
-            except LOSS_ERRORS:
-                self._recover([])
-                self.wait()
-        raise RuntimeError("spartan could not recover from repeated worker failures")
+                calls = self._piece_calls(reqs)
+                return self._get(calls, deadline=deadline)
+            except LOSS_ERRORS as error:
+                loss = error  # (recovered below, outside the handler)
+            except ray.exceptions.GetTimeoutError:
+                pending, self._inflight = self._inflight, []
+                raise self._overdue(pending, calls) from None
+            pending, self._inflight = self._inflight, []
+            rounds = self._recover_rounds(pending, rounds + 1, loss)
+            self.wait()  # the blocks rebuilt, before they are fetched again
 
     def _fetch_calls(
         self, region: Region, landing: str | None, skip: frozenset[int] = frozenset()
@@ -1087,44 +1247,161 @@ class RayBackend(Master):
         return [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
 
     def _get(
-        self, refs: list[Any], progress: bool = False, tolerate: Collection[Any] = ()
+        self,
+        refs: list[Any],
+        progress: bool = False,
+        tolerate: Collection[Any] = (),
+        deadline: float | None = None,
     ) -> list[Any]:
         """The values of ``refs``; a failed task's error is raised (except for the refs
-        in ``tolerate``: tasks re-run by a recovery, whose failures their readers raise)."""
+        in ``tolerate``: tasks re-run by a recovery, whose failures their readers raise).
+        A piece lost with its worker raises its loss error, whatever ``tolerate`` says
+        (the driver recovers). ``deadline`` (``time.monotonic()``): Ray's
+        ``GetTimeoutError`` once it passes."""
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            values = _get_with_progress(refs) if progress else ray.get(refs)
+            values = (
+                _get_with_progress(refs, timeout) if progress else ray.get(refs, timeout=timeout)
+            )
         except ray.exceptions.RayTaskError as error:
             cause = _unwrap(error)
             if isinstance(cause, LOSS_ERRORS):
                 raise cause from None
             self._inflight = []
             raise _unwrap(error) from None
+        for v in values:
+            if isinstance(v, TaskFailed) and isinstance(v.error, LOSS_ERRORS):
+                raise v.error
         for ref, v in zip(refs, values):
             if isinstance(v, TaskFailed) and ref not in tolerate:
                 self._inflight = []
                 raise with_user_frames(v.error)
         return values
 
-    def _recover(self, pending: list[tuple[Any, Record]]) -> None:
-        """Replace dead workers and re-run what is needed to rebuild their blocks."""
-        dead = [i for i, a in enumerate(self.actors) if not _alive(a)]
-        if not dead:
-            raise RuntimeError("a Ray object was lost but every spartan worker is alive")
+    # ---- recovery ----------------------------------------------------------------------------
+    # Every path keeps these true, whatever dies when: a block in :attr:`where` is on its
+    # worker, or is in :attr:`_unmade` (made again before it is read, :meth:`_remake`), or
+    # its worker is in :attr:`_lost` (replaced, and its blocks rebuilt, before anything
+    # is sent again); and a delete held for a block goes out before the block is made
+    # again on the same worker (:meth:`_rerun`).
+
+    def _recover_rounds(
+        self,
+        pending: list[tuple[Any, Record]],
+        rounds: int,
+        loss: BaseException | None = None,
+        unsent: Collection[int] = (),
+    ) -> int:
+        """:meth:`_recover` (from ``loss``) until a recovery is sent whole, a loss during
+        one (a replacement that dies as it starts) counting as another round; the rounds
+        counted. WorkerLostError past ``config.recovery_attempts`` rounds."""
+        while True:
+            try:
+                self._recover(pending, rounds, loss, unsent)
+                return rounds
+            except LOSS_ERRORS as error:
+                pending = pending + self._inflight
+                self._inflight = []
+                rounds += 1
+                loss = error
+
+    def _replace_lost(self, flushing: Sequence[Record] = ()) -> None:
+        """Replace the workers an earlier evaluation gave up on, and rebuild their blocks
+        (those its own tasks were to make are made when read), before the tasks queued
+        (:meth:`flush`; ``flushing``: those a flush took already) go out."""
+        pending, self._inflight = self._inflight, []
+        queued, self._queued = self._queued, []
+        held = [item for items in self._held.values() for item in items]
+        unsent = {rec.seq for rec in (*flushing, *queued, *held) if isinstance(rec, Record)}
+        try:
+            self._recover_rounds(pending, 1, unsent=unsent)
+        finally:
+            self._queued[:0] = queued
+
+    def _recover(
+        self,
+        pending: list[tuple[Any, Record]],
+        rounds: int,
+        loss: BaseException | None = None,
+        unsent: Collection[int] = (),
+    ) -> None:
+        """Replace dead workers and re-run what is needed to rebuild their blocks and
+        the blocks of the ``pending`` tasks (sent, not known finished) that read from
+        them; :attr:`_inflight` is then what is left to wait for. ``rounds``: the
+        recoveries this wait has needed, this one included; ``loss``: the error that
+        showed it (a block a worker found missing, :class:`BlockMissing`, is rebuilt
+        like a dead worker's); ``unsent``: the seqs of tasks logged but not sent yet
+        (their blocks are made when they are). Gives up (WorkerLostError,
+        :meth:`_give_up`) when a user function killed its worker, or past
+        ``config.recovery_attempts`` rounds."""
+        absent: set[tuple[Key, int]] = set()
+        if isinstance(loss, BlockMissing) and (
+            loss.worker in self.where.get(loss.key, ())
+            or (loss.key, loss.worker) in self.lineage.made_by  # (an intermediate's reader)
+        ):
+            absent.add((loss.key, loss.worker))
+        dead = self._dead_workers(wait=not absent)
+        fresh = dead - self._lost  # (those an earlier evaluation gave up on are known)
+        if not dead and not absent:
+            self._give_up(set(), pending, "a piece of data was lost although every worker is alive")
+        blamed = self._blame(fresh, pending)
+        if blamed is not None:
+            self._give_up(dead, pending, f"{blamed}; it was not run again")
+        if rounds > max(0, config.recovery_attempts):
+            self._give_up(
+                dead,
+                pending,
+                (f"worker(s) {sorted(dead)} died" if dead else "tiles went missing")
+                + f" {rounds} times in one evaluation "
+                f"({config.recovery_attempts} recoveries allowed: "
+                "spartan.config.recovery_attempts)",
+            )
         self.recoveries += 1
-        log.warning("spartan: worker(s) %s died; replacing them and rebuilding their tiles", dead)
-        for i in dead:
+        self._lost |= dead
+        self._forget_held(dead)
+        for i in sorted(dead):
+            with contextlib.suppress(Exception):  # (one stopped may still hold its CPU)
+                ray.kill(self.actors[i], no_restart=True)
             if self._board is not None:
                 self._board.reset(i)
+            if self._running is not None:
+                self._running.reset(i)
             self.actors[i] = self._start(i)
-        self.nodes = ray.get([a.ping.remote() for a in self.actors])
-        self.pids = ray.get([a.pid.remote() for a in self.actors])
-        self._check_board(dead)
-        gone = set(dead)
-        missing = {(k, w) for k, ws in self.where.items() for w in ws if w in gone}
+        order = sorted(dead)
+        try:
+            answers = ray.get(
+                [self.actors[i].ping.remote() for i in order]
+                + [self.actors[i].pid.remote() for i in order],
+                timeout=START_TIMEOUT_S,
+            )
+        except ray.exceptions.GetTimeoutError:
+            self._give_up(
+                dead,
+                pending,
+                f"no replacement for worker(s) {order} started within {START_TIMEOUT_S} s "
+                f"(the cluster offers {ray.available_resources()})",
+            )
+        for n, i in enumerate(order):
+            self.nodes[i], self.pids[i] = answers[n], answers[len(order) + n]
+        self._check_board(order)
+        self._lost -= dead
+        gone = dead
+        # the blocks dead workers held, but those an interrupted evaluation left
+        # unmade: they are made when read, not now
+        made = self.lineage.made_by
+        missing = {
+            (k, w)
+            for k, ws in self.where.items()
+            for w in ws
+            if w in gone
+            and (k, w) not in self._unmade
+            and getattr(made.get((k, w)), "seq", None) not in unsent
+        }
+        missing |= {(k, w) for k, w in absent if k in self.where}
         # interrupted tasks that read from a dead worker, or from such a task (a reader
         # failed for want of its piece, and so did the tasks after it that read its
         # block, deleted since or not)
-        failed: set[tuple[Key, int]] = set()
+        failed: set[tuple[Key, int]] = set(absent)
         for _, rec in sorted(pending, key=lambda item: item[1].seq):
             if rec.worker in gone or any(w in gone or (k, w) in failed for k, w in rec.needs):
                 failed.update((k, rec.worker) for k in rec.outputs)
@@ -1141,8 +1418,194 @@ class RayBackend(Master):
                 and pair not in self._unmade
             )
 
-        ran = self._replay(missing, exists, known, f"lost with worker(s) {dead}")
-        log.warning("spartan: re-ran %d task(s) to rebuild %d lost tile(s)", ran, len(missing))
+        before = {rec.seq for _, rec in self._inflight}
+        try:
+            ran = self._replay(missing, exists, known, f"lost with worker(s) {order}")
+        except WorkerLostError:
+            self._abandon(set(), pending)
+            raise
+        # still to wait for: the calls of pending tasks, on workers that lived, none of
+        # whose tasks was re-run (a call of several tasks returns its first failure:
+        # that of a task re-run now would be raised again)
+        rerun = {rec.seq for _, rec in self._inflight} - before
+        superseded = {ref for ref, rec in pending if rec.worker in gone or rec.seq in rerun}
+        self._inflight[:0] = [(ref, rec) for ref, rec in pending if ref not in superseded]
+        log.warning(
+            "spartan: %s; re-running %d task(s) to rebuild %d lost tile(s)",
+            f"worker(s) {order} died and were replaced" if order else "a tile was missing",
+            ran,
+            len(missing),
+        )
+
+    def _dead_workers(self, wait: bool = True) -> set[int]:
+        """The workers whose processes are gone (those known lost too). A death Ray
+        reported may take a moment to show: with ``wait``, looked for up to
+        DEATH_NOTICE_S."""
+        give_up_at = time.monotonic() + (DEATH_NOTICE_S if wait else 0.0)
+        while True:
+            dead = {i for i in range(len(self.actors)) if not self._worker_alive(i)}
+            dead |= self._lost
+            if dead or time.monotonic() >= give_up_at:
+                return dead
+            time.sleep(0.02)
+
+    def _worker_alive(self, i: int) -> bool:
+        """Whether worker ``i`` lives: its process (on the driver's host), and its
+        actor as Ray's control store records it. Asks no actor: a live one may be busy
+        with a long task, and a call to it would wait behind that."""
+        if i in self._lost:
+            return False
+        pid = self.pids[i] if i < len(self.pids) else None
+        if pid is not None and self.nodes[i] == self.driver_node and not _process_alive(pid):
+            return False
+        return _actor_state(self.actors[i]) != "DEAD"
+
+    def _blame(self, dead: set[int], pending: list[tuple[Any, Record]]) -> str | None:
+        """Why a user function is to blame for a death in ``dead``, if one is: the
+        worker died while running it, and either the function ended the process itself
+        (:func:`~spartan.backend.running.watch_exits`) or its task's worker died while
+        running it before in this wait. A worker on the driver's host says what user
+        code it ran (:mod:`~spartan.backend.running`); of one elsewhere, the oldest of
+        its tasks not known finished is taken as the one it was running."""
+        for w in sorted(dead):
+            seen = None
+            if self._running is not None and w in self._on_board:
+                seen = self._running.read(w)
+            else:
+                oldest = min(
+                    (rec for _, rec in pending if rec.worker == w and rec.fn is not None),
+                    key=lambda rec: rec.seq,
+                    default=None,
+                )
+                if oldest is not None:
+                    seen = running.Running(oldest.seq, self._describe(oldest), None)
+            if seen is None:
+                continue
+            times = self._suspects[seen.task] = self._suspects.get(seen.task, 0) + 1
+            if seen.ended is not None:
+                return (
+                    f"worker {w} died while running {seen.what}: the function ended its "
+                    f"own process ({seen.ended})"
+                )
+            if times >= 2:
+                return f"worker {w} died twice while running {seen.what} (killed or crashed)"
+        return None
+
+    def _describe(self, rec: Record) -> str:
+        """The user function of task ``rec`` and its tiles, as errors name them."""
+        fn: Any = rec.fn
+        try:
+            fn = pickle.loads(fn) if isinstance(fn, bytes) else ray.get(fn, timeout=10)
+        except Exception:  # noqa: BLE001 -- a name is a courtesy
+            fn = None
+        what = getattr(fn, "what", None) or (name_of(fn) if fn is not None else "a task")
+        return f"{what} on {tiles_of(rec.outputs)}"
+
+    def _forget_held(self, workers: Collection[int]) -> None:
+        """Drop what is held for dead ``workers``: deletes of blocks gone with them, and
+        posts (their readers see the writer dead)."""
+        for w in workers:
+            for item in self._held.pop(w, ()):
+                if isinstance(item, Post):
+                    self._held_posts.pop(item.path, None)
+            self._last.pop(w, None)
+
+    def _abandon(
+        self, dead: Collection[int], pending: list[tuple[Any, Record]], stop_sent: bool = True
+    ) -> None:
+        """Leave the current evaluation where it is, keeping the session usable: the
+        work sent is cancelled (``stop_sent``: skipped where not started, as by
+        :meth:`cancel`), the workers ``dead`` are replaced at the next evaluation
+        (:attr:`_lost`), and every block of a task not known finished (logged since the
+        last wait that ended, or ``pending``) is made again when read."""
+        if stop_sent:
+            if self._stop is not None:
+                self._stop.raise_to(self._cancels + 1)
+            self._cancels += 1
+        self._lost |= set(dead)
+        self._forget_held(dead)
+        if self._running is not None:
+            for w in dead:
+                self._running.reset(w)
+        made, settled = self.lineage.made_by, self._settled
+        uncertain = {rec.seq for _, rec in pending}
+        self._unmade.update(
+            (key, w)
+            for key, holders in self.where.items()
+            for w in holders
+            if (rec := made.get((key, w))) is not None
+            and (rec.seq > settled or rec.seq in uncertain)
+        )
+        self._inflight = []
+        self._replayed.clear()
+        self._lands.clear()
+        self._landed = None
+        self._refs.clear()
+        self._last = {}
+        self._settled = self._logged
+
+    def _give_up(self, dead: set[int], pending: list[tuple[Any, Record]], why: str) -> NoReturn:
+        """:meth:`_abandon` the evaluation, and say why (WorkerLostError)."""
+        self._abandon(dead, pending)
+        log.debug("spartan: gave up an evaluation: %s", why)
+        raise WorkerLostError(
+            f"spartan: {why}. The session stays usable: lost workers are replaced at the "
+            "next evaluation, and arrays are rebuilt when they are read",
+            dead,
+        )
+
+    def _stop_workers(self, workers: Collection[int]) -> None:
+        """Kill ``workers`` (stuck in a task that cannot be interrupted inside an actor)
+        and wait until their processes are gone: a stopped worker must not count a call
+        on the boards after its slot is reset."""
+        for w in workers:
+            with contextlib.suppress(Exception):
+                ray.kill(self.actors[w], no_restart=True)
+        give_up_at = time.monotonic() + STOP_WAIT_S
+        for w in workers:
+            if self.nodes[w] != self.driver_node:
+                continue
+            while _process_alive(self.pids[w]) and time.monotonic() < give_up_at:
+                time.sleep(0.01)
+
+    def _overdue(self, pending: list[tuple[Any, Record]], refs: list[Any]) -> TimeoutError:
+        """The evaluation took longer than ``config.task_timeout``: stop the workers
+        stuck in user code (else every worker still busy), abandon it (:meth:`_abandon`)
+        and return the TimeoutError naming what was still running."""
+        ready = set(ray.wait(refs, num_returns=len(refs), timeout=0)[0]) if refs else set()
+        busy = {w for w in range(self.nworkers) if self._busy(w)}
+        busy |= {rec.worker for ref, rec in pending if ref not in ready}
+        busy -= self._lost
+        doing: dict[int, str] = {}
+        for w in sorted(busy):
+            seen = (
+                self._running.read(w) if self._running is not None and w in self._on_board else None
+            )
+            if seen is not None:
+                doing[w] = seen.what
+        stuck = set(doing) or busy
+        for w in sorted(stuck - set(doing)):
+            oldest = min(
+                (rec for ref, rec in pending if rec.worker == w and ref not in ready),
+                key=lambda rec: rec.seq,
+                default=None,
+            )
+            if oldest is not None:
+                doing[w] = self._describe(oldest)
+        self._stop_workers(stuck)
+        self._abandon(stuck, pending)
+        running_text = "; ".join(f"worker {w} was running {doing[w]}" for w in sorted(doing))
+        return TimeoutError(
+            f"spartan: the evaluation did not finish within spartan.config.task_timeout = "
+            f"{config.task_timeout} s"
+            + (f": {running_text}" if running_text else "")
+            + (
+                f". Worker(s) {sorted(stuck)} were stopped; they are replaced, and arrays "
+                "rebuilt when read, at the next evaluation"
+                if stuck
+                else ""
+            )
+        )
 
     def _replay(
         self,
@@ -1152,13 +1615,12 @@ class RayBackend(Master):
         why: str,
     ) -> int:
         """Re-send the tasks that make ``wanted`` (blocks ``why`` gone) from what
-        ``exists``; how many. RuntimeError where no task or checkpoint made one."""
+        ``exists``; how many. WorkerLostError where no task or checkpoint made one."""
         try:
             plan = self.lineage.replay_plan(wanted, exists)
-        except LookupError as err:
-            key, _ = err.args[0]
-            raise RuntimeError(
-                f"tile {key!r}, {why}, cannot be rebuilt: no task or checkpoint made it"
+        except LookupError:
+            raise WorkerLostError(
+                f"spartan: a tile {why} cannot be rebuilt: no task or checkpoint made it"
             ) from None
         self._rerun(plan, known)
         return len(plan)
@@ -1166,6 +1628,11 @@ class RayBackend(Master):
     def _rerun(self, plan: list[Record], known: Collection[Key]) -> None:
         """Send the tasks of ``plan`` (:meth:`Lineage.replay_plan`) again; ``known``:
         the keys held before."""
+        # what is held goes first: a delete of an intermediate that an interrupted
+        # recovery rebuilt must not reach its worker after the block is made again
+        # there (its readers would find it gone)
+        for w in list(self._held):
+            self._release(w)
         # intermediates rebuilt for their readers (join updates, fetched copies) were
         # deleted before: they go again once those readers are sent, or they would stay
         rebuilt: dict[int, list[Key]] = {}
@@ -1184,11 +1651,15 @@ class RayBackend(Master):
     # ---- cancelling -------------------------------------------------------------------------
     def cancel(self) -> int:
         """Stop the work sent so far (Ctrl-C in an evaluation) and return once the workers
-        are idle: a task that has not started is skipped, one running finishes. Returns
-        how many tasks were skipped. Their outputs (and those of tasks that read them)
-        are made again from their lineage, like a dead worker's blocks, but only when a
-        task or fetch reads them (:meth:`_remake`): the arrays of the interrupted
-        evaluation stay whole, and the next operation does not wait for them.
+        are idle: a task that has not started is skipped; one running is waited for up
+        to ``config.cancel_timeout`` seconds, then its worker is stopped (a task cannot
+        be interrupted inside an actor, and a hung one never ends). A second Ctrl-C
+        stops the busy workers at once. Returns how many tasks were skipped. Their
+        outputs (and those of tasks that read them) are made again from their lineage,
+        like a dead worker's blocks, but only when a task or fetch reads them
+        (:meth:`_remake`): the arrays of the interrupted evaluation stay whole, and the
+        next operation does not wait for them. Stopped workers are replaced at the next
+        evaluation.
 
         Workers skip by :class:`StopFlag`, which those on other hosts than the driver's
         cannot read: they finish what they were sent. ``ray.cancel`` does not apply to
@@ -1202,25 +1673,26 @@ class RayBackend(Master):
         try:
             return self._drain()
         except KeyboardInterrupt:
-            # interrupted again: the work sent is left to finish, and every block logged
+            # interrupted again: the workers still busy are stopped (the next evaluation
+            # must not queue behind a task that may never end), and every block logged
             # since the last wait that ended is made again before it is read
-            made = self.lineage.made_by
-            self._unmade.update(
-                (key, w)
-                for key, holders in self.where.items()
-                for w in holders
-                if (rec := made.get((key, w))) is not None and rec.seq > self._settled
+            busy = {w for w in range(len(self.actors)) if self._busy(w)} - self._lost
+            self._stop_workers(busy)
+            self._abandon(busy, [], stop_sent=False)
+            stopped = (
+                f"worker(s) {sorted(busy)} still running were stopped (replaced at the next "
+                "evaluation)"
+                if busy
+                else "no worker was still running"
             )
-            self._inflight = []
-            raise KeyboardInterrupt(
-                "spartan: interrupted again; the work sent is left to finish"
-            ) from None
+            raise KeyboardInterrupt(f"spartan: interrupted again; {stopped}") from None
         finally:
             self._cancels += 1
 
     def _drain(self) -> int:
         """:meth:`cancel` once the workers were told: the rest is sent (and skipped),
-        then each worker says, after all it was sent, which of its blocks are unmade."""
+        then each worker says, after all it was sent, which of its blocks are unmade.
+        A worker that has not answered within ``config.cancel_timeout`` is stopped."""
         # what is held or queued goes out too: its posts are still made, for readers
         # sent already, and its deletes
         self._cancelling = True
@@ -1238,16 +1710,43 @@ class RayBackend(Master):
         asked = {
             w: a.unmade.remote(pickle.dumps(keys.get(w, []), protocol=5))
             for w, a in enumerate(self.actors)
+            if w not in self._lost
         }
+        refs = list(asked.values())
+        limit = config.cancel_timeout
+        ready = set(ray.wait(refs, num_returns=len(refs), timeout=limit)[0]) if refs else set()
+        stuck = {w for w, ref in asked.items() if ref not in ready}
+        if stuck:
+            doing = [
+                f"worker {w}: {seen.what}"
+                for w in sorted(stuck)
+                if self._running is not None
+                and w in self._on_board
+                and (seen := self._running.read(w)) is not None
+            ]
+            log.warning(
+                "spartan: stopped worker(s) %s, still running %s s after the cancel%s; they "
+                "are replaced at the next evaluation",
+                sorted(stuck),
+                limit,
+                f" ({'; '.join(doing)})" if doing else "",
+            )
+            self._stop_workers(stuck)
+        gone = set(stuck)
         skipped = 0
         for w, ref in asked.items():
+            if w in stuck:
+                continue
             try:
                 unmade, n = ray.get(ref)
-            except LOSS_ERRORS as error:  # the next wait replaces it
+            except LOSS_ERRORS as error:
                 log.debug("spartan: worker %d did not answer after a cancel: %s", w, error)
+                gone.add(w)
                 continue
             self._unmade.update((key, w) for key in unmade)
             skipped += n
+        if gone:  # replaced at the next evaluation; what was being made, made when read
+            self._abandon(gone, [], stop_sent=False)
         self._inflight = []
         self._last = {}  # idle (their futures may not have heard yet)
         self._settled = self._logged
@@ -1366,6 +1865,8 @@ class RayBackend(Master):
         self.actors[worker].delete.remote(pickle.dumps(keys, protocol=5))
 
     def worker_memory(self) -> list[int]:
+        if self._lost:
+            self._replace_lost()  # (a dead worker answers nothing)
         self.release_held()  # queued puts count
         return self._get([a.memory.remote() for a in self.actors])
 
@@ -1390,6 +1891,8 @@ class RayBackend(Master):
         task sent, and every one held)."""
         if not self._stats_wanted:
             return
+        if self._lost:
+            self._replace_lost()  # (a dead worker answers nothing)
         self.release_held()
         # one call per worker answers every promise: the tags of them all (all: None)
         wanted = [tags for _, tags in self._stats_wanted]
@@ -1418,6 +1921,10 @@ class RayBackend(Master):
             self._board.close()
         if self._stop is not None:
             self._stop.close()
+        if self._running is not None:
+            self._running.close()
+        self._lost = set()
+        self._files.close()
         self._unmade = set()
 
 
@@ -1459,7 +1966,8 @@ def _region_bytes(region: Region) -> int:
 
 def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:
     """Bytes of each piece a task on ``worker`` reads from elsewhere, by the piece's id
-    (pieces of a whole stored object are left out unless its region says its size)."""
+    (pieces of a whole stored object are left out unless its region says its size, and
+    so are those a letter cannot carry, :func:`channel.sendable`: they go apart)."""
     sizes = {}
     for inp in inputs:
         if not isinstance(inp, Region):
@@ -1467,6 +1975,8 @@ def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:
         if inp.shape is None:
             if inp.nbytes is not None:
                 sizes.update((id(p), inp.nbytes) for p in inp.pieces if p.worker != worker)
+            continue
+        if not channel.sendable(inp.dtype):
             continue
         itemsize = np.dtype(inp.dtype).itemsize
         for p in inp.pieces:
@@ -1476,12 +1986,48 @@ def _remote_piece_bytes(worker: int, inputs: Sequence[Any]) -> dict[int, int]:
     return sizes
 
 
-def _alive(actor: Any) -> bool:
-    try:
-        ray.get(actor.ping.remote(), timeout=30)
-        return True
-    except (*LOSS_ERRORS, ray.exceptions.GetTimeoutError):
+def _process_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` (on this host) is still running (a zombie is not)."""
+    if pid is None:
         return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # (gone)
+        return False
+
+
+def _actor_state(actor: Any) -> str | None:
+    """The state Ray's control store records for ``actor`` ("ALIVE", "DEAD", ...); None
+    where it cannot say. (Ray's state API needs the dashboard; this asks the store.)"""
+    try:
+        from ray._private import state
+
+        return state.actors(actor._actor_id.hex()).get("State")
+    except Exception:  # noqa: BLE001 -- an internal API: no answer is "not known dead"
+        return None
+
+
+def _deadline(seconds: float | None) -> float | None:
+    """The ``time.monotonic()`` at which a wait of ``seconds`` (None: no limit) ends."""
+    return None if seconds is None else time.monotonic() + max(0.0, float(seconds))
+
+
+class _QuietWorkerDeaths(logging.Filter):
+    """Drops Ray's "Unhandled error" reports about calls to spartan's own workers: a
+    dead worker's pending calls fail, and the driver, which recovers from that, does not
+    ask for every one (dozens per death). Ray's reports about anything else pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Unhandled error") and "RayWorker" in message)
+
+
+def quiet_worker_deaths() -> None:
+    """Install :class:`_QuietWorkerDeaths` on the logger Ray reports unhandled errors
+    with (once); spartan logs one warning per recovery instead."""
+    ray_log = logging.getLogger("ray._private.worker")
+    if not any(isinstance(f, _QuietWorkerDeaths) for f in ray_log.filters):
+        ray_log.addFilter(_QuietWorkerDeaths())
 
 
 def _dumps_fn(fn: Callable[..., Any]) -> bytes:
@@ -1507,17 +2053,20 @@ def _interactive() -> bool:
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
-def _get_with_progress(refs: list[Any]) -> list[Any]:
-    """``ray.get(refs)``; after ``config.progress_after`` seconds a progress bar
-    (interactive) or log lines (scripts) count the finished tasks until all are. (One
-    call into Ray when they finish in time: a wait for them, then a get, took GEMV
-    0.1-0.6 ms more.)"""
+def _get_with_progress(refs: list[Any], timeout: float | None = None) -> list[Any]:
+    """``ray.get(refs, timeout=timeout)``; after ``config.progress_after`` seconds a
+    progress bar (interactive) or log lines (scripts) count the finished tasks until all
+    are. (One call into Ray when they finish in time: a wait for them, then a get, took
+    GEMV 0.1-0.6 ms more.)"""
     if config.progress_after is None or not refs:
-        return ray.get(refs)
+        return ray.get(refs, timeout=timeout)
+    deadline = _deadline(timeout)
+    first = config.progress_after if timeout is None else min(config.progress_after, timeout)
     try:
-        return ray.get(refs, timeout=config.progress_after)
+        return ray.get(refs, timeout=first)
     except ray.exceptions.GetTimeoutError:
-        pass
+        if deadline is not None and time.monotonic() >= deadline:
+            raise
     ready, rest = ray.wait(refs, num_returns=len(refs), timeout=0)
     total, done = len(refs), len(ready)
     bar = None
@@ -1528,7 +2077,10 @@ def _get_with_progress(refs: list[Any]) -> list[Any]:
     last_log = time.monotonic()
     try:
         while rest:
-            ready, rest = ray.wait(rest, num_returns=len(rest), timeout=0.5)
+            step = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+            ready, rest = ray.wait(rest, num_returns=len(rest), timeout=step)
+            if rest and deadline is not None and time.monotonic() >= deadline:
+                raise ray.exceptions.GetTimeoutError("the evaluation's time is up")
             done += len(ready)
             if bar is not None:
                 bar.update(len(ready))

@@ -8,7 +8,10 @@ stay resident; the workers on its host write their pieces into it in parallel (i
 mapping they keep), and the driver returns the zone's memory as the result, lent to
 it until that array is freed (512 MB: 0.04-0.05 s; 0.10-0.11 s with a copy out; 0.13-0.90
 s through the store). Workers on other hosts, GPU tiles and results over
-``spartan.config.landing_zone_bytes`` take the object store.
+``spartan.config.landing_zone_bytes`` take the object store. The zone is a file of the
+driver's private session directory (:mod:`~spartan.backend.session_files`), made mode
+0600; a worker opens it without following links, and only if it is its own user's; it
+holds nothing but the result's bytes.
 
 >>> zone = LandingZone()
 >>> path = zone.reserve(32, limit=1 << 30)  # None where the host has no shared memory
@@ -21,13 +24,15 @@ array([1., 1., 1., 1.])
 from __future__ import annotations
 
 import contextlib
-import glob
 import mmap
 import os
-import uuid
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from spartan.backend.session_files import SessionDir
 
 #: where POSIX shared memory lives on Linux (a tmpfs)
 SHM_DIR = "/dev/shm"
@@ -38,7 +43,6 @@ FIRST_BYTES = 16 << 20
 #: fault every page of a mapping in at once (a write faulting page by page took
 #: 20 ms per 32 MB here, 4 ms once mapped)
 _POPULATE = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)  # (0: Windows)
-_PREFIX = "spartan-landing-"
 
 
 def array_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
@@ -63,11 +67,13 @@ class LandingZone:
     after. (Being a shared mapping, a lent result is not copied on write in a process
     forked while it lives.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, files: SessionDir | None = None) -> None:
+        """``files``: the session directory its files go in (default: this process's,
+        made on the first reserve)."""
         self._zone: _Zone | None = None
         #: the smallest size this host had no room for (not tried again)
         self._no_room = float("inf")
-        remove_orphans(_PREFIX)
+        self._files = files
 
     @property
     def path(self) -> str | None:
@@ -95,14 +101,19 @@ class LandingZone:
         return self.path
 
     def _make(self, size: int) -> _Zone | None:
-        path = os.path.join(SHM_DIR, f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex}")
+        from spartan.backend import session_files
+
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            if self._files is None:
+                self._files = session_files.default()
+            # (the pages are reserved: a full tmpfs fails here, not as SIGBUS in a worker)
+            path, fd = self._files.new_file("landing", size)
+        except FileNotFoundError:  # (a session without shared memory)
+            return None
         except OSError:
+            self._no_room = size
             return None
         try:
-            # reserve the pages now: a full tmpfs fails here, not as SIGBUS in a worker
-            os.posix_fallocate(fd, 0, size)
             buf = mmap.mmap(fd, size, flags=_POPULATE)
         except OSError:
             os.unlink(path)
@@ -165,22 +176,14 @@ def attach(path: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         del _mapped[old]
     whole = _mapped.get(path)
     if whole is None:
-        with open(path, "r+b") as f:
-            whole = _mapped[path] = np.frombuffer(
-                mmap.mmap(f.fileno(), 0, flags=_POPULATE), np.uint8
-            )
+        from spartan.backend.session_files import open_own
+
+        fd = open_own(path, os.O_RDWR)  # (never through a link; only this user's file)
+        try:
+            whole = _mapped[path] = np.frombuffer(mmap.mmap(fd, 0, flags=_POPULATE), np.uint8)
+        finally:
+            os.close(fd)
     return whole[: array_bytes(shape, dtype)].view(dtype).reshape(shape)
-
-
-def remove_orphans(prefix: str, directory: str | None = None) -> None:
-    """Files in ``directory`` (default: :data:`SHM_DIR`) named ``prefix`` + a driver's
-    pid + ``-``... whose driver died without removing them."""
-    stem = os.path.join(directory or SHM_DIR, prefix)
-    for path in glob.glob(stem + "*"):
-        pid = path[len(stem) :].split("-")[0]
-        if pid.isdigit() and not process_alive(int(pid)):
-            with contextlib.suppress(OSError):  # gone already, or not ours to remove
-                os.unlink(path)
 
 
 def process_alive(pid: int) -> bool:

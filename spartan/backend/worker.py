@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from spartan.backend import shared_output
+from spartan.backend import running, shared_output
 from spartan.backend.base import Key, Piece, Region
 from spartan.backend.device import (
     array_module,
@@ -52,6 +52,24 @@ class TaskFailed:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class BlockMissing(LookupError):
+    """A block a task or fetch reads is not on its worker: the driver's map of blocks
+    and the worker disagree (a bug, or a worker replaced behind the driver's back). The
+    driver rebuilds the block from its lineage (``key`` on ``worker``); the message
+    names no internal key.
+
+    >>> BlockMissing(("x", (0, 1)), 1)
+    BlockMissing('a tile is missing on worker 1')
+    """
+
+    def __init__(self, key: Key, worker: int) -> None:
+        super().__init__(f"a tile is missing on worker {worker}")
+        self.key, self.worker = key, worker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return BlockMissing, (self.key, self.worker)
 
 
 class TaskCancelled(Exception):
@@ -134,13 +152,23 @@ def task_tiles() -> str:
     >>> task_tiles()                    # outside a task
     'a task'
     """
+    return tiles_of(_task_outputs.get())
+
+
+def tiles_of(outputs: Sequence[Key]) -> str:
+    """The tiles a task with output keys ``outputs`` makes, by index (never the keys
+    themselves: they are spartan's own).
+
+    >>> tiles_of([(12, (0, 1)), (12, "last", (1, 1))])
+    'output tiles (0, 1), (1, 1)'
+    """
     idxs = []
-    for key in _task_outputs.get():
+    for key in outputs:
         last = key[-1] if isinstance(key, tuple) and key else None
         if isinstance(last, tuple) and all(isinstance(i, int) for i in last) and last not in idxs:
             idxs.append(last)
     if not idxs:
-        return "a task" if not _task_outputs.get() else f"the task making {_task_outputs.get()!r}"
+        return "a task"
     shown = ", ".join(str(i) for i in idxs[:3]) + (", ..." if len(idxs) > 3 else "")
     return f"output tile{'s' if len(idxs) > 1 else ''} {shown}"
 
@@ -164,8 +192,18 @@ def call_user(what: str, fn: Callable[..., Any], *args: Any, where: str | None =
     ValueError: invalid literal for int() with base 10: 'x'
     in spartan.map(f), tile (0,)
     """
+    # on the driver's running board first: a process this call ends is blamed on it
+    slot = running.current()
+    mark = slot.enter(f"{what} on {where or task_tiles()}") if slot is not None else None
     try:
         return fn(*args)
+    except SystemExit as leaving:  # (a worker's process is not the user's to end)
+        error = RuntimeError(
+            f"{what} called sys.exit({leaving.code!r}) on {where or task_tiles()}: a user "
+            "function must return its result, not end the process it runs in"
+        )
+        error._spartan_frames = _user_frames(leaving.__traceback__)  # type: ignore[attr-defined]
+        raise error from None
     except Exception as error:
         if getattr(error, "_spartan_frames", None) is None:  # the innermost call names it
             note(error, f"in {what}, {where or task_tiles()}")
@@ -173,6 +211,9 @@ def call_user(what: str, fn: Callable[..., Any], *args: Any, where: str | None =
             with contextlib.suppress(AttributeError):
                 error._spartan_frames = _user_frames(error.__traceback__)  # type: ignore[attr-defined]
         raise
+    finally:
+        if slot is not None:
+            slot.leave(mark)  # type: ignore[arg-type]
 
 
 def note(error: BaseException, text: str) -> None:
@@ -365,13 +406,20 @@ class Worker:
         self.store[key] = value
         self.counters["peak_bytes"] = max(self.counters["peak_bytes"], self.held)
 
+    def _block(self, key: Key) -> Any:
+        """The block held under ``key``; :class:`BlockMissing` if none is."""
+        try:
+            return self.store[key]
+        except KeyError:
+            raise BlockMissing(key, self.index) from None
+
     def delete(self, keys: Sequence[Key]) -> None:
         for key in keys:
             self.held -= nbytes_of(self.store.pop(key, None))
 
     def get_piece(self, key: Key, src: tuple, perm: tuple[int, ...] | None = None) -> Any:
         """``block[src]`` for another worker or the driver (a copy: only it travels)."""
-        block = self.store[key]
+        block = self._block(key)
         if isinstance(block, TaskFailed):
             return block
         part = take(block, src, perm)
@@ -391,7 +439,7 @@ class Worker:
         ``path`` (:mod:`spartan.backend.shared_output`); a failed block is returned."""
         parts = []
         for p in region.pieces:
-            block = self.store[p.key]
+            block = self._block(p.key)
             if isinstance(block, TaskFailed):
                 return block
             parts.append(take(block, p.src, p.perm))
@@ -454,7 +502,7 @@ class Worker:
         it = iter(range(len(remote)))
         for n, inp in enumerate(inputs):
             if not isinstance(inp, Region):
-                block = self.store[inp]
+                block = self._block(inp)
                 if isinstance(block, TaskFailed):
                     raise block.error
                 args.append(block)
@@ -462,7 +510,7 @@ class Worker:
             parts = []
             for piece in inp.pieces:
                 if piece.worker == self.index:
-                    parts.append(take(self.store[piece.key], piece.src, piece.perm))
+                    parts.append(take(self._block(piece.key), piece.src, piece.perm))
                 else:
                     i = next(it)
                     part = remote[i]
