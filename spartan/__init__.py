@@ -20,6 +20,7 @@ import numpy as _np
 from spartan import backend
 from spartan.backend.base import WorkerLostError
 from spartan.backend.device import array_module as get_array_module
+from spartan.backend.seen import TileChangedError
 from spartan.backend.session import InsecureClusterWarning, init, shutdown
 from spartan.config import config
 from spartan.frontend.array import Array, ndarray

@@ -20,15 +20,44 @@ def _slow_double(t):
     return t * 2
 
 
-def test_worker_killed_mid_computation_is_recovered(ray_backend):
+def _stops_once_in_the_middle(t, where):
+    """Doubles ``t``; the first call anywhere says its process id in ``where``.pid and
+    waits for that process to be killed (a rerun after the kill just doubles)."""
+    import time
+
+    marker = where + ".started"
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return t * 2
+    with open(where + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(where + ".tmp", where + ".pid")
+    time.sleep(60)  # (the test kills this process long before)
+    return t * 2
+
+
+def _pid_said(where):
+    """The pid ``_stops_once_in_the_middle`` wrote, once it is there."""
+    path = where + ".pid"
+    for _ in range(60_000):
+        if os.path.exists(path):
+            with open(path) as f:
+                return int(f.read())
+        threading.Event().wait(0.001)
+    raise AssertionError("the task never started")
+
+
+def test_worker_killed_mid_computation_is_recovered(ray_backend, tmp_path):
     sp.backend.session.use(ray_backend)
     x = sp.random.rand(200, 30)
     sp.evaluate(x)
     expected = (x.to_numpy() * 2).sum(axis=0)
-    y = sp.map(_slow_double, x, dtype=float).sum(axis=0)
-    pid = ray_backend._get([ray_backend.actors[1].pid.remote()])[0]
+    where = str(tmp_path / "task")
+    y = sp.map(lambda t: _stops_once_in_the_middle(t, where), x, dtype=float).sum(axis=0)
     before = ray_backend.recoveries
-    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    # the worker running the first task is killed in the middle of it
+    threading.Thread(target=lambda: os.kill(_pid_said(where), signal.SIGKILL)).start()
     np.testing.assert_allclose(y.to_numpy(), expected)
     assert ray_backend.recoveries == before + 1
     # the replacement counts its calls on the driver's board, from zero

@@ -68,6 +68,7 @@ from spartan.backend.device import to_host
 from spartan.backend.heap import default_keep, keep_freed_memory
 from spartan.backend.lineage import Lineage, Record
 from spartan.backend.master import Master
+from spartan.backend.seen import SeenTiles
 from spartan.backend.streaming_copies import glibc_tunables
 from spartan.backend.worker import (
     BlockMissing,
@@ -679,6 +680,8 @@ class RayBackend(Master):
             else None
         )
         self.lineage = Lineage()
+        #: what the user has read of each tile, to catch a rebuilt one that changed
+        self._seen = SeenTiles()
         self._inflight: list[tuple[ray.ObjectRef, Record]] = []
         #: puts and tasks logged but not sent yet (see :meth:`flush`)
         self._queued: list[Record] = []
@@ -1142,6 +1145,7 @@ class RayBackend(Master):
                     else:
                         out.append(self._assembled(region, values[at : at + len(cs)]))
                     at += len(cs)
+                self._seen.check(fetch, out)
                 return out
             except LOSS_ERRORS as error:
                 loss = error  # (recovered below, outside the handler: a loss there is its own)
@@ -1638,6 +1642,7 @@ class RayBackend(Master):
         rebuilt: dict[int, list[Key]] = {}
         for rec in plan:
             self._replayed.add(rec.seq)
+            self._seen.rebuilt(rec.outputs)
             self._send(rec)
             for key in rec.outputs:
                 self._unmade.discard((key, rec.worker))
@@ -1796,6 +1801,7 @@ class RayBackend(Master):
                 for w in self.where.get(k, ()):
                     self._unmade.discard((k, w))
         super().delete(keys)
+        self._seen.forget(keys)
         # the log would otherwise keep every block's lineage, and every put's data in
         # the object store, for the whole session; pruning is linear in the log, so it
         # runs when put data may be freed or the log has doubled since the last time
