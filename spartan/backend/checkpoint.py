@@ -32,6 +32,7 @@ import msgpack
 import numpy as np
 
 from spartan.backend.device import to_host
+from spartan.backend.npy_header import read_header
 
 #: the hash of a tile file's bytes a manifest records (hex digests of this many bytes)
 CHECKSUM = "blake2b-256"
@@ -176,13 +177,7 @@ class LoadTile:
             )
         head = io.BytesIO(bytes(memoryview(buf)[:MAX_HEADER_BYTES]))
         try:
-            version = np.lib.format.read_magic(head)
-            read = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, fortran, got = read(head)
+            shape, fortran, got = read_header(head)
         except ValueError as error:
             raise self._bad(f"its .npy header cannot be read ({error})") from None
         if got != dtype or tuple(shape) != self.shape:

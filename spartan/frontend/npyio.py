@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.backend.npy_header import read_header
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, newarray
 from spartan.frontend.decompositions import _group_of
@@ -55,13 +56,7 @@ class _ReadRaw:
 
 def _read_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
     """Shape, Fortran flag and dtype of the ``.npy`` stream at ``f``'s position."""
-    version = np.lib.format.read_magic(f)
-    read = (
-        np.lib.format.read_array_header_1_0
-        if version == (1, 0)
-        else np.lib.format.read_array_header_2_0
-    )
-    shape, fortran, dtype = read(f)
+    shape, fortran, dtype = read_header(f)
     if fortran and len(shape) > 1:
         raise ValueError("spartan.load reads C-ordered arrays only")
     if dtype.hasobject:
