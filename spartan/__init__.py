@@ -12,6 +12,8 @@ first evaluation start a local Ray instance).
 from __future__ import annotations
 
 __version__ = "0.1.0"
+#: the array API standard version this namespace implements (see docs/array-api.md)
+__array_api_version__ = "2024.12"
 
 from typing import Any
 
@@ -26,9 +28,33 @@ from spartan.config import config
 from spartan.frontend.array import Array, ndarray
 from spartan.frontend.evaluate import compute as _compute
 from spartan.frontend.evaluate import evaluate as _evaluate
+from spartan.frontend.implicit_fetch import ImplicitFetchWarning
 from spartan.numpy_api import *  # noqa: F403
 from spartan.numpy_api import array_namespace_info as __array_namespace_info__
 from spartan.tiling import Tiling
+
+#: functions that handle small arrays themselves (NumPy's would share their memory)
+_OWN_SMALL = frozenset({"from_dlpack"})
+
+
+def _device_checked(function: Any, impl: Any) -> Any:
+    """``function`` (``impl`` run NumPy-first) with its ``device=`` checked and kept
+    from NumPy: NumPy knows only "cpu", and a session has one device, so once checked
+    the keyword changes nothing."""
+    import functools
+    import inspect
+
+    from spartan.backend.device import check_device
+
+    if "device" not in inspect.signature(impl).parameters:
+        return function
+
+    @functools.wraps(impl)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        check_device(kwargs.pop("device", None), impl.__name__)
+        return function(*args, **kwargs)
+
+    return checked
 
 
 def _numpy_first() -> None:
@@ -42,6 +68,7 @@ def _numpy_first() -> None:
             np_func = getattr(reference, name, None)
             if (
                 name.startswith("_")
+                or name in _OWN_SMALL
                 or not callable(impl)
                 or isinstance(impl, type)
                 or getattr(impl, "__module__", "").startswith("numpy")
@@ -49,7 +76,7 @@ def _numpy_first() -> None:
                 or isinstance(np_func, (type, _np.ufunc))  # spartan's ufuncs do it themselves
             ):
                 continue
-            space[name] = local_first(np_func, impl)
+            space[name] = _device_checked(local_first(np_func, impl), impl)
 
 
 _numpy_first()
@@ -97,10 +124,22 @@ def numpy_function(func: Any) -> Any:
         from spartan import linalg as _linalg
 
         return getattr(_linalg, name, None)
-    if module.startswith(("numpy.fft", "numpy.random", "numpy.ma", "numpy.polynomial")):
+    if module.startswith("numpy.fft"):
+        from spartan import fft as _fft
+
+        return getattr(_fft, name, None)
+    if module.startswith("numpy.lib.stride_tricks"):
+        from spartan.frontend import stride_tricks
+
+        return getattr(stride_tricks, name, None)
+    if module.startswith(("numpy.random", "numpy.ma", "numpy.polynomial")):
         return None
     impl = globals().get(name)
-    return impl if callable(impl) and not isinstance(impl, type) else None
+    # a name spartan re-exports from NumPy is NumPy's function itself: calling it again
+    # would come back here forever
+    if impl is func or not callable(impl) or isinstance(impl, type):
+        return None
+    return impl
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,6 @@
 """Which NumPy functions spartan implements: a table generated from the code.
 
-Lists every public callable of NumPy's main namespace, ``numpy.linalg`` and
+Lists every public callable of NumPy's main namespace, ``numpy.linalg``, ``numpy.fft``,
 ``numpy.random`` (legacy functions and ``Generator`` methods) and whether spartan has a
 distributed implementation under the same name (ufuncs count as implemented: each
 is a fused element-wise map).
@@ -65,6 +65,8 @@ def rows() -> Iterator[tuple[str, str, str]]:
             name,
             _status(getattr(spartan.linalg, name, None), getattr(np.linalg, name)),
         )
+    for name in _public_callables(np.fft):
+        yield "numpy.fft", name, _status(getattr(spartan.fft, name, None), getattr(np.fft, name))
     for name in _public_callables(np.random):
         yield (
             "numpy.random",

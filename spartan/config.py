@@ -78,6 +78,15 @@ class Config:
     #: an element-wise chain with a sum between 4 and 16 MiB, a Jacobi sweep (whose
     #: writes are join_updates) beyond 32 MiB; 4 MiB stays on the driver's side of both.
     local_below_bytes: int = int(os.environ.get("SPARTAN_LOCAL_BELOW_BYTES", 4 << 20))
+    #: what ``numpy.asarray(x)`` (``x.__array__``) does when it would fetch a distributed
+    #: array of more than ``implicit_fetch_bytes`` into the driver -- the path by which a
+    #: library written for NumPy (scikit-learn without array API dispatch, SciPy outside
+    #: its array API list, xarray's ``interp``) gathers an array: "warn" (a
+    #: :class:`spartan.ImplicitFetchWarning` naming the caller), "raise" (``TypeError``)
+    #: or "allow". ``x.to_numpy()`` and ``spartan.compute`` are explicit and never warn.
+    implicit_fetch: str = os.environ.get("SPARTAN_IMPLICIT_FETCH", "warn")
+    #: distributed arrays up to this many bytes are fetched by ``numpy.asarray`` silently
+    implicit_fetch_bytes: int = int(os.environ.get("SPARTAN_IMPLICIT_FETCH_BYTES", 64 << 20))
     #: computed arrays of at most this many bytes get a full copy on every worker
     #: (0: the optimizer tiles them like any other array)
     replicate_below_bytes: int = int(os.environ.get("SPARTAN_REPLICATE_BELOW_BYTES", 1 << 16))

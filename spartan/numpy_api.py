@@ -6,11 +6,14 @@ is re-exported by :mod:`spartan`.
 
 from __future__ import annotations
 
+from typing import Any as _Any
+
 import numpy as _np
 
-from spartan import linalg
+from spartan import fft, lib, linalg, special
 from spartan.frontend import random
 from spartan.frontend.alongaxis import apply_along_axis, apply_over_axes
+from spartan.frontend.array import Array as _Array
 from spartan.frontend.array_api import array_namespace_info, from_dlpack
 from spartan.frontend.calculus import gradient, trapezoid
 from spartan.frontend.convolution import convolve, correlate
@@ -270,15 +273,70 @@ from spartan.frontend.ufunc_objects import frompyfunc
 
 globals().update(_all_ufuncs())
 
-# NumPy's scalar types and constants, so `import spartan as np` code keeps working
+# NumPy's scalar types and constants, so `import spartan as np` code keeps working.
+# (None of these takes an array through ``__array_function__``: NumPy's own dispatchers,
+# result_type, can_cast, min_scalar_type and common_type, have their versions below, as
+# ``np.result_type(x)`` comes back to spartan for the implementation of that name.)
 for _name in (
     "float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 "
     "uint64 bool_ intp uintp dtype finfo iinfo newaxis pi e inf nan euler_gamma "
-    "result_type can_cast promote_types issubdtype integer floating number generic "
+    "promote_types issubdtype integer floating number generic "
     "complexfloating signedinteger unsignedinteger errstate isdtype broadcast_shapes "
-    "isscalar iterable min_scalar_type mintypecode typename common_type geterr seterr "
+    "isscalar iterable mintypecode typename geterr seterr "
     "geterrcall seterrcall get_printoptions set_printoptions printoptions getbufsize "
     "setbufsize base_repr binary_repr format_float_positional format_float_scientific"
 ).split():
     globals()[_name] = getattr(_np, _name)
 bool = _np.bool_  # noqa: A001
+
+
+def _stand_in(x: _Any) -> _Any:
+    """``x`` as NumPy's type functions take it: a spartan array becomes a NumPy array of
+    its dtype and shape that holds no data (one element, zero strides), so nothing is
+    computed or fetched. NumPy 2's promotion (NEP 50) reads only the dtype of an array,
+    0-d ones included; Python scalars stay as they are (they are "weak")."""
+    if isinstance(x, _Array):
+        return _np.broadcast_to(_np.zeros((), x.dtype), x.shape)
+    return x
+
+
+def result_type(*arrays_and_dtypes: _Any) -> _np.dtype:
+    """The dtype NumPy's promotion gives these arrays, dtypes and scalars (see
+    :func:`numpy.result_type`); spartan arrays count by their dtype, unevaluated.
+
+    >>> sp.result_type(sp.arange(3, dtype=sp.uint8), 1.0)
+    dtype('float64')
+    """
+    return _np.result_type(*(_stand_in(a) for a in arrays_and_dtypes))
+
+
+def can_cast(from_: _Any, to: _Any, casting: str = "safe") -> bool:
+    """Whether ``from_`` (a dtype or an array, by its dtype) casts to ``to`` under
+    ``casting`` (see :func:`numpy.can_cast`).
+
+    >>> sp.can_cast(sp.arange(3, dtype=sp.int8), sp.float32)
+    True
+    """
+    return _np.can_cast(_stand_in(from_), _stand_in(to), casting)
+
+
+def min_scalar_type(a: _Any) -> _np.dtype:
+    """The smallest dtype that holds ``a`` (see :func:`numpy.min_scalar_type`): an array
+    of one or more dimensions keeps its dtype, as NumPy's does; a 0-d spartan array is
+    judged by its value, like NumPy's (one element is fetched).
+
+    >>> sp.min_scalar_type(sp.asarray(10))
+    dtype('uint8')
+    """
+    if isinstance(a, _Array) and a.ndim == 0:
+        return _np.min_scalar_type(_np.asarray(a.to_numpy()))
+    return _np.min_scalar_type(_stand_in(a))
+
+
+def common_type(*arrays: _Any) -> type:
+    """The inexact scalar type common to the arrays (see :func:`numpy.common_type`).
+
+    >>> sp.common_type(sp.arange(3), sp.ones(2, dtype=sp.float32))
+    <class 'numpy.float64'>
+    """
+    return _np.common_type(*(_stand_in(a) for a in arrays))

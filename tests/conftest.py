@@ -16,6 +16,9 @@ import os
 import pytest
 
 os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
+# SciPy reads this once, when it is first imported (scikit-learn's array API dispatch
+# needs it too): set here, before any test module imports scipy (tests/test_clients.py)
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import spartan  # noqa: E402
 from spartan.backend import session  # noqa: E402

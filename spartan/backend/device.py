@@ -11,6 +11,7 @@ in device memory and sends pieces to other workers through host memory.
 
 from __future__ import annotations
 
+import os
 import sys
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,68 @@ def cupy_module() -> ModuleType | None:
         return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
     except Exception:  # noqa: BLE001 -- no CuPy, no driver or no device: all mean "no GPU"
         return None
+
+
+#: where a session can keep its tiles: "cpu" (NumPy memory) or "gpu" (CuPy memory). A
+#: session has exactly one of them (``spartan.init(device=...)``); the array API's device
+#: objects are these strings, as NumPy's are "cpu"
+DEVICES = ("cpu", "gpu")
+
+
+def session_device() -> str:
+    """Where the current session keeps its tiles, ``"cpu"`` or ``"gpu"``; starts nothing.
+
+    The running backend's device if there is one (or a background start's, once it is
+    done), else the device the next start would choose: ``SPARTAN_DEVICE`` (default
+    ``"cpu"``), with ``"auto"`` read as "gpu" when CuPy sees a GPU here (a Ray start
+    decides "auto" by the cluster's GPUs, which only a start can ask).
+
+    >>> session_device()
+    'cpu'
+    """
+    from spartan.backend import session
+
+    found = session.peek()
+    if found is not None:
+        return getattr(found, "device", "cpu")
+    # a start under way: read its state, never wait for it (that could take seconds)
+    pending = getattr(session, "_pending", None)
+    if pending is not None and pending.done.is_set() and pending.backend is not None:
+        return getattr(pending.backend, "device", "cpu")
+    if pending is not None:
+        device = pending.args["device"]
+    else:
+        device = os.environ.get("SPARTAN_DEVICE") or "cpu"
+    if device == "auto":
+        return "gpu" if cupy_module() is not None else "cpu"
+    if device not in DEVICES:
+        raise ValueError(
+            f"unknown device {device!r} in SPARTAN_DEVICE; expected 'cpu', 'gpu' or 'auto'"
+        )
+    return device
+
+
+def check_device(device: Any, where: str) -> str:
+    """``device`` as this session's device name (None: the session's); ValueError naming
+    it when it is no device of spartan's, or not the one this session keeps tiles on.
+
+    >>> check_device("cpu", "zeros")
+    'cpu'
+    """
+    here = session_device()
+    if device is None:
+        return here
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(
+            f"{where}: unknown device {device!r}; spartan's devices are 'cpu' (tiles in "
+            f"NumPy memory) and 'gpu' (tiles in CuPy memory), and this session's is {here!r}"
+        )
+    if device != here:
+        raise ValueError(
+            f"{where}: device {device!r} is not available: this session keeps its tiles on "
+            f"{here!r} (a session has one device, chosen by spartan.init(device=...))"
+        )
+    return here
 
 
 def array_module(*arrays: Any) -> ModuleType:

@@ -263,8 +263,15 @@ def place(base: Array, vm: ViewMap, value: Any) -> Array:
 
 
 def is_basic(key: Any) -> bool:
+    """Whether ``key`` is a basic index (a view). A bool is not: NumPy reads it as a 0-d
+    mask (``x[True]`` adds an axis), although Python's bool is an int."""
     parts = key if isinstance(key, tuple) else (key,)
-    return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
+    return all(
+        p is None
+        or p is Ellipsis
+        or (isinstance(p, (slice, int, np.integer)) and not isinstance(p, bool))
+        for p in parts
+    )
 
 
 def written(parent: Array, path: Sequence[Link], key: Any, value: Any) -> Array:

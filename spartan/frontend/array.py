@@ -191,6 +191,28 @@ class Array:
     glom = to_numpy
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's conversion protocol: a copy of the values in the driver. A distributed
+        array is fetched to the driver, so ``copy=False`` raises ValueError for it
+        (NumPy 2's rule); for a small array it gives a read-only view of its memory
+        (writes go through the spartan array, which tracks them)."""
+        if copy is False:
+            if self._np is None:
+                raise ValueError(
+                    "unable to avoid copy: a distributed spartan array is copied to the "
+                    "driver to make a NumPy array (pass copy=None)"
+                )
+            if dtype is not None and np.dtype(dtype) != self.dtype:
+                raise ValueError(
+                    f"unable to avoid copy: casting a spartan array of {self.dtype} to "
+                    f"{np.dtype(dtype)} makes a new array"
+                )
+            view = self._np.view()
+            view.flags.writeable = False
+            return view
+        if self._np is None:
+            from spartan.frontend import implicit_fetch
+
+            implicit_fetch.check(self.nbytes, self.shape, self.dtype)
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
@@ -267,10 +289,10 @@ class Array:
         return self.shape[0]
 
     def __iter__(self):
+        # raised here, not at the first next(): np.iterable(x) calls iter(x) alone
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
         from spartan.frontend.printing import array_repr
@@ -306,10 +328,110 @@ class Array:
             return NotImplemented
         return impl(*args, **kwargs)
 
-    def __array_namespace__(self, api_version: str | None = None) -> Any:
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The ``spartan`` module, which implements array API standard versions
+        2021.12 to 2024.12 (ValueError for any other ``api_version``).
+
+        >>> xp = x.__array_namespace__(api_version="2023.12")   # doctest: +SKIP
+        """
+        from spartan.frontend.array_api import API_VERSIONS
+
+        if api_version is not None and api_version not in API_VERSIONS:
+            raise ValueError(
+                f'Version "{api_version}" of the Array API Standard is not supported; '
+                f"spartan implements {', '.join(API_VERSIONS)}"
+            )
         import spartan
 
         return spartan
+
+    # ---- devices and DLPack (the array API standard) -----------------------------------
+    @property
+    def device(self) -> str:
+        """Where this array's tiles live: ``"cpu"`` (NumPy memory) or ``"gpu"`` (CuPy
+        memory), the device of the session that computed it (or will). A small array
+        held in the driver enters every computation as tiles on that device too. Asking
+        starts no workers.
+
+        >>> sp.zeros(3).device == sp.__array_namespace_info__().default_device()  # doctest: +SKIP
+        True
+        """
+        from spartan.backend.device import session_device
+
+        if self._np is None:
+            e = self._expr
+            data = e.base.data if e.is_view else e.data
+            backend = getattr(data, "backend", None)
+            if backend is not None and getattr(backend, "device", None) is not None:
+                return backend.device
+        return session_device()
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
+        """This array on ``device``: itself, since a session keeps every tile on its
+        one device (``spartan.init(device=...)``); ValueError for another device.
+
+        >>> x.to_device(x.device) is x     # doctest: +SKIP
+        True
+        """
+        from spartan.backend.device import check_device
+
+        if stream is not None:
+            raise ValueError("to_device: spartan has no streams (stream must be None)")
+        here = self.device
+        if device != here:
+            check_device(device, "to_device")  # (names an unknown device)
+            raise ValueError(
+                f"to_device: this array's tiles are on {here!r} and a spartan session keeps "
+                f"every tile on one device; start a session with "
+                f"spartan.init(device={device!r}) for arrays on {device!r}"
+            )
+        return self
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``, DLPack's CPU: :meth:`__dlpack__` exports a buffer in the
+        driver's host memory (a GPU session's tiles are copied there too)."""
+        return (1, 0)  # (kDLCPU, device 0)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of this array's values in the driver's host memory, for
+        ``numpy.from_dlpack(x)``, ``torch.from_dlpack(x)`` and the like.
+
+        A distributed array is fetched from its workers into one host buffer (that is
+        what a DLPack consumer asks for): ``copy=False`` raises BufferError for it. A
+        small array held in the driver exports a copy too, or with ``copy=False`` its
+        own memory, read-only.
+
+        >>> np.from_dlpack(sp.arange(3))     # doctest: +SKIP
+        array([0, 1, 2])
+        """
+        if self._np is not None and copy is False:
+            # its own memory, read-only: a write through the consumer's array would
+            # bypass the version spartan keeps of it (DLPack before 1.0 cannot say
+            # read-only: NumPy then raises BufferError)
+            host = self._np.view()
+            host.flags.writeable = False
+        elif copy is False:
+            raise BufferError(
+                "__dlpack__: a distributed spartan array is copied to the driver to "
+                "export it, and copy=False forbids that copy"
+            )
+        else:
+            host, copy = self.to_numpy(), None  # (a fresh buffer: no second copy)
+        kwargs: dict[str, Any] = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return host.__dlpack__(**kwargs)
 
     # ---- methods ---------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
@@ -338,18 +460,43 @@ class Array:
             return Array._local(self._np.copy())
         return _ns().copy(self)
 
-    def astype(self, dtype: Any, copy: bool = True) -> Array:
-        if self._np is not None:
-            out = self._np.astype(dtype, copy=copy)
-            return self if out is self._np else Array._local(out)  # (a copy)
-        return _ns().astype(self, dtype)
+    def astype(
+        self,
+        dtype: Any,
+        order: str = "K",
+        casting: str = "unsafe",
+        subok: bool = True,
+        copy: bool = True,
+        *,
+        device: Any = None,
+    ) -> Array:
+        """This array cast to ``dtype``: a new array, or this one where ``copy=False``
+        and the dtype is already ``dtype``. ``casting`` is NumPy's rule (TypeError for
+        a cast it forbids); ``device`` must be this array's (see :meth:`to_device`).
 
-    def reshape(self, *shape: Any, order: str = "C") -> Array:
+        >>> x.astype("float32", device=x.device)     # doctest: +SKIP
+        """
+        if device is not None:
+            from spartan.backend.device import check_device
+
+            check_device(device, "astype")  # (one device per session)
+        if self._np is not None:
+            out = self._np.astype(dtype, order=order, casting=casting, subok=subok, copy=copy)
+            return self if out is self._np else Array._local(out)  # (a copy)
+        target = np.dtype(dtype)
+        if not np.can_cast(self.dtype, target, casting):
+            raise TypeError(
+                f"Cannot cast array data from {self.dtype!r} to {target!r} according to "
+                f"the rule {casting!r}"
+            )
+        return _ns().astype(self, target, copy=copy)
+
+    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> Array:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if self._np is not None:
-            return small.wrap(self._np.reshape(shape, order=order), (self,))
-        return _ns().reshape(self, shape, order=order)
+            return small.wrap(self._np.reshape(shape, order=order, copy=copy), (self,))
+        return _ns().reshape(self, shape, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> Array:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -399,6 +546,25 @@ for _name in (
     "take trace diagonal fill_diagonal searchsorted compress choose argpartition put"
 ).split():
     setattr(Array, _name, _method(_name))
+
+
+def _conj_method(name: str):
+    """``x.conj()``: like ``ndarray.conj``, a real array's is the array itself (NumPy's
+    function ``np.conj`` would make booleans int8)."""
+    general = getattr(Array, name)
+
+    def method(self: Array, *args: Any, **kwargs: Any) -> Any:
+        if self.dtype.kind != "c" and not args and not kwargs:
+            return self
+        return general(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = general.__doc__
+    return method
+
+
+Array.conj = _conj_method("conj")
+Array.conjugate = _conj_method("conjugate")
 
 
 def _in_place(name: str):

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
+from spartan.backend.device import check_device
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
 from spartan.frontend.source import FromNumpy, NewArray
@@ -67,9 +70,62 @@ def _fill(value: Any, box: Box, dtype: np.dtype) -> np.ndarray:
     return np.full(box_shape(box), value, dtype=dtype)
 
 
-def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, tiling: Any = None) -> Array:
+def _float_default(dtype: Any) -> np.dtype:
+    """``dtype``, None read as NumPy's (and the standard's) default, float64."""
+    return np.dtype(np.float64 if dtype is None else dtype)
+
+
+def _check_order(order: Any, where: str, allowed: str = "CF") -> None:
+    """NumPy's checks of ``order=`` (tiles are always C-ordered blocks: it changes no
+    result, only which values are accepted)."""
+    if order is None:
+        return
+    if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order.upper() not in allowed:
+        raise ValueError(f"{where}: only 'C' or 'F' order is permitted")
+
+
+def _copy_flag(copy: Any) -> bool | None:
+    """``copy=`` as NumPy 2 reads it: True (always), False (never) or None (if needed)."""
+    return None if copy is None else bool(copy)
+
+
+def _no_copy(where: str, why: str) -> ValueError:
+    """NumPy 2's error for ``copy=False`` where a copy is needed, saying why."""
+    return ValueError(
+        f"{where}: unable to avoid copy while creating an array as requested ({why}); "
+        "pass copy=None to copy only when needed"
+    )
+
+
+def full(
+    shape: ShapeLike,
+    fill_value: Any,
+    dtype: Any = None,
+    order: str = "C",
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (its dtype when ``dtype`` is None).
+
+    >>> sp.full((2, 2), 7, device="cpu").to_numpy().tolist()     # doctest: +SKIP
+    [[7, 7], [7, 7]]
+    """
+    _check_order(order, "full")
+    check_device(device, "full")
+    if isinstance(fill_value, Array):
+        fill_value = fill_value.to_numpy()  # (a task takes values, not handles)
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
+    if np.ndim(fill_value) > 0:  # broadcast along the shape, as NumPy does
+        from spartan.frontend.manipulation import broadcast_to
+
+        values = asarray(np.asarray(fill_value, dtype=dtype))
+        out = broadcast_to(values, normalize_shape(shape)).copy()
+        return out.retile(tiling) if tiling is not None else out
     return newarray(shape, functools.partial(_fill, fill_value), dtype, tiling, "full")
 
 
@@ -77,42 +133,152 @@ def _zeros(box: Box, dtype: np.dtype) -> np.ndarray:
     return np.zeros(box_shape(box), dtype=dtype)  # (strings: '', not '0')
 
 
-def zeros(shape: ShapeLike, dtype: Any = float, tiling: Any = None) -> Array:
-    return newarray(shape, _zeros, dtype, tiling, "zeros")
+def zeros(
+    shape: ShapeLike,
+    dtype: Any = None,
+    order: str = "C",
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """An array of zeros (float64 unless ``dtype`` says otherwise).
+
+    >>> sp.zeros((2, 3), device=x.device, tiling="row")     # doctest: +SKIP
+    """
+    _check_order(order, "zeros")
+    check_device(device, "zeros")
+    return newarray(shape, _zeros, _float_default(dtype), tiling, "zeros")
 
 
-def ones(shape: ShapeLike, dtype: Any = float, tiling: Any = None) -> Array:
-    return newarray(shape, functools.partial(_fill, 1), dtype, tiling, "ones")
+def ones(
+    shape: ShapeLike,
+    dtype: Any = None,
+    order: str = "C",
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """An array of ones (float64 unless ``dtype`` says otherwise)."""
+    _check_order(order, "ones")
+    check_device(device, "ones")
+    return newarray(shape, functools.partial(_fill, 1), _float_default(dtype), tiling, "ones")
 
 
-def empty(shape: ShapeLike, dtype: Any = float, tiling: Any = None) -> Array:
+def empty(
+    shape: ShapeLike,
+    dtype: Any = None,
+    order: str = "C",
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
     """Like :func:`zeros` (tiles are always initialized: no garbage from other tasks)."""
-    return zeros(shape, dtype, tiling)
+    _check_order(order, "empty")
+    check_device(device, "empty")
+    return zeros(shape, dtype, tiling=tiling)
 
 
-def _like(name: str, a: Any, *args: Any, dtype: Any = None, shape: Any = None, tiling: Any = None):
+def _like(
+    name: str,
+    a: Any,
+    *args: Any,
+    dtype: Any,
+    order: Any,
+    shape: Any,
+    device: Any,
+    tiling: Any,
+    where: str = "",
+) -> Array:
+    """``name(shape, *args)`` with ``a``'s shape and dtype unless given (``where``: the
+    function the user called, for errors)."""
+    where = where or name + "_like"
+    _check_order(order, where, "CFAK")
+    check_device(device, where)
     a_shape = np.shape(a) if not isinstance(a, Array) else a.shape
     a_dtype = a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
     fn = globals()[name]
     return fn(shape if shape is not None else a_shape, *args, dtype=dtype or a_dtype, tiling=tiling)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, tiling: Any = None) -> Array:
-    return _like("zeros", a, dtype=dtype, shape=shape, tiling=tiling)
+def zeros_like(
+    a: Any,
+    dtype: Any = None,
+    order: str = "K",
+    subok: bool = True,
+    shape: Any = None,
+    *,
+    device: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """Zeros with ``a``'s shape and dtype (unless given).
+
+    >>> sp.zeros_like(x, device=x.device)     # doctest: +SKIP
+    """
+    return _like("zeros", a, dtype=dtype, order=order, shape=shape, device=device, tiling=tiling)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, tiling: Any = None) -> Array:
-    return _like("ones", a, dtype=dtype, shape=shape, tiling=tiling)
+def ones_like(
+    a: Any,
+    dtype: Any = None,
+    order: str = "K",
+    subok: bool = True,
+    shape: Any = None,
+    *,
+    device: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """Ones with ``a``'s shape and dtype (unless given)."""
+    return _like("ones", a, dtype=dtype, order=order, shape=shape, device=device, tiling=tiling)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, tiling: Any = None) -> Array:
-    return _like("zeros", a, dtype=dtype, shape=shape, tiling=tiling)
+def empty_like(
+    a: Any,
+    dtype: Any = None,
+    order: str = "K",
+    subok: bool = True,
+    shape: Any = None,
+    *,
+    device: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """Like :func:`zeros_like` (tiles are always initialized)."""
+    return _like(
+        "zeros",
+        a,
+        dtype=dtype,
+        order=order,
+        shape=shape,
+        device=device,
+        tiling=tiling,
+        where="empty_like",
+    )
 
 
 def full_like(
-    a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, tiling: Any = None
+    a: Any,
+    fill_value: Any,
+    dtype: Any = None,
+    order: str = "K",
+    subok: bool = True,
+    shape: Any = None,
+    *,
+    device: Any = None,
+    tiling: Any = None,
 ) -> Array:
-    return _like("full", a, fill_value, dtype=dtype, shape=shape, tiling=tiling)
+    """``fill_value`` with ``a``'s shape and dtype (unless given)."""
+    return _like(
+        "full",
+        a,
+        fill_value,
+        dtype=dtype,
+        order=order,
+        shape=shape,
+        device=device,
+        tiling=tiling,
+    )
 
 
 def _arange(start: Any, step: Any, box: Box, dtype: np.dtype) -> np.ndarray:
@@ -126,9 +292,21 @@ def _typed(value: Any, v: int) -> Any:
 
 
 def arange(
-    start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, tiling: Any = None
+    start: Any,
+    stop: Any = None,
+    step: Any = 1,
+    dtype: Any = None,
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
 ) -> Array:
-    """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`."""
+    """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`.
+
+    >>> sp.arange(2, 8, 2, device="cpu").to_numpy().tolist()     # doctest: +SKIP
+    [2, 4, 6]
+    """
+    check_device(device, "arange")
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -145,6 +323,8 @@ def _linspace(start: float, step: float, num: int, stop: float, endpoint: bool, 
     out = start + np.arange(lo, hi) * step
     if endpoint and hi == num and num > 1:
         out[-1] = stop
+    if np.issubdtype(dtype, np.integer):
+        out = np.floor(out)  # NumPy rounds down to an integer dtype
     return out.astype(dtype)
 
 
@@ -155,16 +335,87 @@ def linspace(
     endpoint: bool = True,
     retstep: bool = False,
     dtype: Any = None,
+    axis: int = 0,
+    *,
+    device: Any = None,
     tiling: Any = None,
 ) -> Any:
+    """``num`` evenly spaced numbers from ``start`` to ``stop`` (scalars).
+
+    >>> sp.linspace(0, 1, 5, device="cpu").to_numpy().tolist()     # doctest: +SKIP
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    check_device(device, "linspace")
+    num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if np.ndim(start) or np.ndim(stop):
+        return _linspace_of_arrays(start, stop, num, endpoint, retstep, dtype, axis, tiling)
+    normalize_axis_index(axis, 1)  # (a 1-d result has axis 0 only)
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else float("nan")
     dtype = dtype or np.result_type(start, stop, float)
     init = functools.partial(_linspace, start, step if div > 0 else 0.0, num, stop, endpoint)
     out = newarray((num,), init, dtype, tiling, "linspace")
     return (out, step) if retstep else out
+
+
+class _LinspaceRows:
+    """``newarray``'s ``init`` for :func:`linspace` of array ``start``/``stop``: NumPy's
+    formula (``i * step + start``, ``stop`` at the end) on the rows ``box`` covers. The
+    formula is element-wise, so each tile's values are NumPy's own."""
+
+    def __init__(self, start: np.ndarray, stop: np.ndarray, num: int, endpoint: bool) -> None:
+        self.start, self.stop, self.num, self.endpoint = start, stop, num, endpoint
+        self.dt = np.result_type(start, stop, float(num))
+        self.div = (num - 1) if endpoint else num
+        self.delta = np.subtract(stop, start, dtype=type(self.dt))
+        self.step = self.delta / self.div if self.div > 0 else None
+        # (NumPy's choice between the two forms is one for the whole array)
+        self.step_zero = self.step is not None and bool(np.asarray(self.step == 0).any())
+
+    def __call__(self, box: Box, dtype: np.dtype) -> np.ndarray:
+        (lo, hi), rest = box[0], tuple(slice(a, b) for a, b in box[1:])
+        delta = self.delta[rest]
+        y = np.arange(lo, hi, dtype=self.dt).reshape((-1,) + (1,) * delta.ndim)
+        if self.step is None:
+            y = y * delta  # (div 0: NumPy's step is NaN and only y[0] = start survives)
+        elif self.step_zero:
+            y = y / self.div * delta
+        else:
+            y = y * self.step[rest]
+        y = y + self.start[rest]
+        if self.endpoint and hi == self.num and self.num > 1:
+            y[-1, ...] = self.stop[rest]
+        if np.issubdtype(dtype, np.integer):
+            y = np.floor(y)
+        return y.astype(dtype, copy=False)
+
+
+def _linspace_of_arrays(
+    start: Any,
+    stop: Any,
+    num: int,
+    endpoint: bool,
+    retstep: bool,
+    dtype: Any,
+    axis: int,
+    tiling: Any,
+) -> Any:
+    """:func:`linspace` of array ``start``/``stop`` (parameters: small, read in the
+    driver): one row of ``num`` per element, the samples along ``axis``."""
+    from spartan.frontend.manipulation import moveaxis
+
+    start, stop = (a.to_numpy() if isinstance(a, Array) else np.asarray(a) for a in (start, stop))
+    start, stop = np.broadcast_arrays(start, stop)
+    init = _LinspaceRows(start, stop, num, endpoint)
+    dtype = init.dt if dtype is None else np.dtype(dtype)
+    axis = normalize_axis_index(axis, start.ndim + 1)
+    out = newarray((num,) + start.shape, init, dtype, tiling, "linspace")
+    out = moveaxis(out, 0, axis) if axis else out
+    if not retstep:
+        return out
+    return out, (init.step if init.step is not None else np.full(start.shape, np.nan))
 
 
 def _eye(k: int, box: Box, dtype: np.dtype) -> np.ndarray:
@@ -174,26 +425,118 @@ def _eye(k: int, box: Box, dtype: np.dtype) -> np.ndarray:
     return (cols - rows == k).astype(dtype)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, tiling: Any = None) -> Array:
-    return newarray((N, N if M is None else M), functools.partial(_eye, k), dtype, tiling, "eye")
+def eye(
+    N: int,
+    M: int | None = None,
+    k: int = 0,
+    dtype: Any = float,
+    order: str = "C",
+    *,
+    device: Any = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """Ones on the ``k``-th diagonal of an ``N`` x ``M`` array, zeros elsewhere.
+
+    >>> sp.eye(3, k=1, device="cpu")     # doctest: +SKIP
+    """
+    _check_order(order, "eye")
+    check_device(device, "eye")
+    shape = (operator.index(N), operator.index(N if M is None else M))
+    return newarray(
+        shape, functools.partial(_eye, operator.index(k)), _float_default(dtype), tiling, "eye"
+    )
 
 
-def identity(n: int, dtype: Any = float, tiling: Any = None) -> Array:
-    return eye(n, dtype=dtype, tiling=tiling)
+def identity(
+    n: int, dtype: Any = None, *, like: Any = None, device: Any = None, tiling: Any = None
+) -> Array:
+    """The ``n`` x ``n`` identity matrix."""
+    return eye(n, dtype=dtype, device=device, tiling=tiling)
 
 
-def array(obj: Any, dtype: Any = None, copy: bool = True, tiling: Any = None) -> Array:
-    """A spartan array from data (a NumPy array, nested lists, or a spartan array)."""
+def array(
+    object: Any,  # noqa: A002 (NumPy's name: np.array(object=...) is a valid call)
+    dtype: Any = None,
+    *,
+    copy: bool | None = True,
+    order: str = "K",
+    subok: bool = False,
+    ndmin: int = 0,
+    ndmax: int = 0,
+    like: Any = None,
+    device: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """A spartan array from data (a NumPy array, nested lists, or a spartan array).
+
+    ``copy=True`` (the default) always copies; ``copy=None`` copies only when needed (a
+    new dtype or ``tiling``, or data that is not a spartan array); ``copy=False`` never
+    copies and raises ValueError where a copy is needed. Data that is not a spartan
+    array is always copied: a spartan array never shares memory with a NumPy array.
+
+    >>> y = sp.array(x)            # an independent copy                # doctest: +SKIP
+    >>> sp.array(x, copy=None) is x                                   # doctest: +SKIP
+    True
+    """
+    _check_order(order, "array", "CFAK")
+    check_device(device, "array")
+    if ndmax and not isinstance(object, Array):
+        # NumPy's cap on the axes read from nested sequences (deeper ones become
+        # objects, which spartan does not hold: NumPy's result says which)
+        object = np.array(object, dtype=dtype, ndmax=ndmax)
+    return _converted(object, dtype, _copy_flag(copy), ndmin, tiling, "array")
+
+
+def _converted(
+    obj: Any, dtype: Any, copy: bool | None, ndmin: int, tiling: Any, where: str
+) -> Array:
+    """:func:`array`'s work (``where``: the function the user called, for errors)."""
     if isinstance(obj, Array):
-        out = obj.astype(dtype) if dtype is not None else obj
-        return out.retile(tiling) if tiling is not None else out
-    return with_tiling(FromNumpy(np.array(obj, dtype=dtype)), tiling)
+        same = dtype is None or np.dtype(dtype) == obj.dtype
+        if copy is False and not same:
+            raise _no_copy(where, f"a cast from {obj.dtype} to {np.dtype(dtype)}")
+        if copy is False and tiling is not None:
+            raise _no_copy(where, "tiling= re-cuts the array into new tiles")
+        out = obj if same else obj.astype(dtype)
+        if ndmin > out.ndim:
+            out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
+        if tiling is not None:
+            return out.retile(tiling)  # (a new array: a copy)
+        return out.copy() if copy and same else out
+    if copy is False:
+        raise _no_copy(
+            where,
+            f"a spartan array never shares memory with the {type(obj).__name__} it is made from",
+        )
+    return with_tiling(FromNumpy(np.array(obj, dtype=dtype, ndmin=ndmin)), tiling)
 
 
-def asarray(obj: Any, dtype: Any = None, tiling: Any = None) -> Array:
-    if isinstance(obj, Array) and dtype is None and tiling is None:
-        return obj
-    return array(obj, dtype=dtype, tiling=tiling)
+def asarray(
+    a: Any,
+    dtype: Any = None,
+    order: str | None = None,
+    *,
+    device: Any = None,
+    copy: bool | None = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """``a`` as a spartan array: a spartan array itself when no copy is needed
+    (``copy=None``, the default), see :func:`array` for ``copy=``.
+
+    >>> sp.asarray(x) is x, sp.asarray(x, copy=True) is x             # doctest: +SKIP
+    (True, False)
+    >>> sp.asarray([1, 2], copy=False)                                # doctest: +SKIP
+    ValueError: asarray: unable to avoid copy while creating an array as requested (...)
+    """
+    _check_order(order, "asarray", "CFAK")
+    check_device(device, "asarray")
+    copy = _copy_flag(copy)
+    if isinstance(a, Array) and copy is None and tiling is None:
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a
+    return _converted(a, dtype, copy, 0, tiling, "asarray")
 
 
 def _logspace(start: float, step: float, base: float, box: Box, dtype: np.dtype) -> np.ndarray:
@@ -202,34 +545,82 @@ def _logspace(start: float, step: float, base: float, box: Box, dtype: np.dtype)
 
 
 def logspace(
-    start: float,
-    stop: float,
+    start: Any,
+    stop: Any,
     num: int = 50,
     endpoint: bool = True,
-    base: float = 10.0,
+    base: Any = 10.0,
     dtype: Any = None,
+    axis: int = 0,
+    *,
     tiling: Any = None,
 ) -> Array:
-    """``base ** linspace(start, stop, num)`` (see :func:`numpy.logspace`)."""
+    """``base ** linspace(start, stop, num)`` (see :func:`numpy.logspace`); with array
+    ``start``/``stop``/``base`` the samples run along ``axis``.
+
+    >>> sp.logspace(0, 2, 3).to_numpy()                   # doctest: +SKIP
+    array([  1.,  10., 100.])
+    >>> sp.logspace([0, 1], 2, 3, axis=1).shape            # doctest: +SKIP
+    (2, 3)
+    """
     from spartan.frontend.ufuncs import elementwise
 
-    y = linspace(start, stop, num, endpoint, tiling=tiling)
+    if not isinstance(base, (float, int)) and np.ndim(base):
+        # NumPy's reading: the three broadcast together, base along the samples' axis
+        base = base.to_numpy() if isinstance(base, Array) else base
+        ndmax = np.broadcast(start, stop, base).ndim
+        start, stop, base = (
+            np.array(a.to_numpy() if isinstance(a, Array) else a, copy=None, ndmin=ndmax)
+            for a in (start, stop, base)
+        )
+        base = np.expand_dims(base, axis=axis)
+    y = linspace(start, stop, num, endpoint, axis=axis, tiling=tiling)
     out = elementwise(np.power, base, y, name="logspace")
-    return out.astype(dtype) if dtype is not None else out
+    return out.astype(dtype, copy=False) if dtype is not None else out
 
 
 def geomspace(
-    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    dtype: Any = None,
+    axis: int = 0,
+    *,
+    tiling: Any = None,
 ) -> Array:
-    """Numbers spaced evenly on a log scale between ``start`` and ``stop``."""
-    if start == 0 or stop == 0:
+    """Numbers spaced evenly on a log scale from ``start`` to ``stop`` (see
+    :func:`numpy.geomspace`: negative and complex ends rotated to the positive reals and
+    back, the two ends exactly ``start`` and ``stop``); with array ends the samples run
+    along ``axis``.
+
+    >>> sp.geomspace(1, 1000, 4).to_numpy()              # doctest: +SKIP
+    array([   1.,   10.,  100., 1000.])
+    """
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.ufuncs import elementwise
+
+    start, stop = (np.asarray(a.to_numpy() if isinstance(a, Array) else a) for a in (start, stop))
+    if np.any(start == 0) or np.any(stop == 0):
         raise ValueError("Geometric sequence cannot include zero")
-    ref = np.geomspace(start, stop, min(num, 2), endpoint=endpoint)
-    sign = -1.0 if (np.real(start) < 0 and np.real(stop) < 0) else 1.0
-    out = sign * logspace(
-        np.log10(sign * start), np.log10(sign * stop), num, endpoint, dtype=ref.dtype
-    )
-    return out.astype(dtype) if dtype is not None else out
+    dt = np.result_type(start, stop, float(num), np.zeros((), dtype))
+    dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = start.astype(dt, copy=True), stop.astype(dt, copy=True)
+    out_sign = np.sign(start)
+    start /= out_sign
+    stop = stop / out_sign
+    result = logspace(np.log10(start), np.log10(stop), num, endpoint, 10.0, dt, tiling=tiling)
+    if num > 0:
+        # the ends exactly start and stop (10 ** log10(x) need not be x)
+        index = arange(num).reshape((num,) + (1,) * start.ndim)
+        result = elementwise(np.where, index == 0, start, result, name="geomspace")
+        if num > 1 and endpoint:
+            result = elementwise(np.where, index == num - 1, stop, result, name="geomspace")
+    result = elementwise(np.multiply, result, out_sign, name="geomspace")
+    axis = normalize_axis_index(axis, result.ndim)
+    if axis:
+        result = moveaxis(result, 0, axis)
+    return result.astype(dtype, copy=False)
 
 
 def _tri(k: int, box: Box, dtype: np.dtype) -> np.ndarray:
@@ -237,14 +628,24 @@ def _tri(k: int, box: Box, dtype: np.dtype) -> np.ndarray:
     return (np.arange(c0, c1)[None, :] <= np.arange(r0, r1)[:, None] + k).astype(dtype)
 
 
-def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, tiling: Any = None) -> Array:
+def tri(
+    N: int,
+    M: int | None = None,
+    k: int = 0,
+    dtype: Any = float,
+    *,
+    like: Any = None,
+    device: Any = None,
+    tiling: Any = None,
+) -> Array:
     """Ones at and below the ``k``-th diagonal, zeros elsewhere.
 
     >>> sp.tri(3, k=-1).to_numpy()[2].tolist()      # doctest: +SKIP
     [1.0, 1.0, 0.0]
     """
+    check_device(device, "tri")
     shape = (int(N), int(N if M is None else M))
-    return newarray(shape, functools.partial(_tri, int(k)), dtype, tiling, "tri")
+    return newarray(shape, functools.partial(_tri, int(k)), _float_default(dtype), tiling, "tri")
 
 
 def _tri_mask(a: Any, k: int, lower: bool) -> Array:
@@ -368,7 +769,13 @@ class _FromFunction:
 
 
 def fromfunction(
-    function: Any, shape: ShapeLike, *, dtype: Any = float, tiling: Any = None, **kwargs: Any
+    function: Any,
+    shape: ShapeLike,
+    *,
+    dtype: Any = float,
+    like: Any = None,
+    tiling: Any = None,
+    **kwargs: Any,
 ) -> Array:
     """An array whose element at ``idx`` is ``function(*idx)``, evaluated per tile.
 
@@ -381,11 +788,21 @@ def fromfunction(
     )
 
 
-def asanyarray(a: Any, dtype: Any = None) -> Array:
-    return asarray(a, dtype=dtype)
+def asanyarray(
+    a: Any,
+    dtype: Any = None,
+    order: str | None = None,
+    *,
+    device: Any = None,
+    copy: bool | None = None,
+    like: Any = None,
+    tiling: Any = None,
+) -> Array:
+    """:func:`asarray` (spartan has no array subclasses)."""
+    return asarray(a, dtype, order, device=device, copy=copy, tiling=tiling)
 
 
-def ascontiguousarray(a: Any, dtype: Any = None) -> Array:
+def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Array:
     """Tiles are always C-contiguous blocks: this is :func:`asarray`."""
     return asarray(a, dtype=dtype)
 
@@ -393,7 +810,7 @@ def ascontiguousarray(a: Any, dtype: Any = None) -> Array:
 asfortranarray = ascontiguousarray
 
 
-def require(a: Any, dtype: Any = None, requirements: Any = None) -> Array:
+def require(a: Any, dtype: Any = None, requirements: Any = None, *, like: Any = None) -> Array:
     """``a`` as a spartan array of ``dtype`` (memory-layout flags do not apply to tiles)."""
     return asarray(a, dtype=dtype)
 

@@ -18,12 +18,29 @@ from spartan.frontend.creation import asarray
 from spartan.frontend.ufuncs import _store, elementwise
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Array:
-    """Limit values to ``[a_min, a_max]`` (either bound may be None)."""
-    a_min = kwargs.pop("min", a_min)
-    a_max = kwargs.pop("max", a_max)
-    if kwargs:
-        raise TypeError(f"clip() got an unexpected keyword argument {next(iter(kwargs))!r}")
+def clip(
+    a: Any,
+    min: Any = None,  # the standard's names (NumPy 2 takes them as keywords too)
+    max: Any = None,
+    out: Any = None,
+    *,
+    a_min: Any = None,
+    a_max: Any = None,
+) -> Array:
+    """Limit values to ``[min, max]`` (either bound may be None).
+
+    The bounds are positional, or keywords by the array API standard's names
+    (``min=``, ``max=``) or NumPy's (``a_min=``, ``a_max=``), not both.
+
+    >>> sp.clip(sp.arange(5), 1, 3).to_numpy()         # doctest: +SKIP
+    array([1, 1, 2, 3, 3])
+    >>> sp.clip(sp.arange(5), a_max=2).to_numpy()      # doctest: +SKIP
+    array([0, 1, 2, 2, 2])
+    """
+    if (a_min is not None or a_max is not None) and (min is not None or max is not None):
+        raise ValueError("clip: pass the bounds as min=/max= or as a_min=/a_max=, not both")
+    if min is not None or max is not None:
+        a_min, a_max = min, max
     x = asarray(a)
     if a_min is None and a_max is None:
         result = x.copy()
@@ -103,12 +120,14 @@ def iscomplexobj(x: Any) -> bool:
     return asarray(x).dtype.kind == "c"
 
 
-def isposinf(x: Any) -> Array:
-    return elementwise(np.isposinf, asarray(x), name="isposinf")
+def isposinf(x: Any, out: Any = None) -> Array:
+    """Whether each element is +inf (see :func:`numpy.isposinf`)."""
+    return _store(elementwise(np.isposinf, asarray(x), name="isposinf"), out)
 
 
-def isneginf(x: Any) -> Array:
-    return elementwise(np.isneginf, asarray(x), name="isneginf")
+def isneginf(x: Any, out: Any = None) -> Array:
+    """Whether each element is -inf (see :func:`numpy.isneginf`)."""
+    return _store(elementwise(np.isneginf, asarray(x), name="isneginf"), out)
 
 
 def sinc(x: Any) -> Array:

@@ -373,14 +373,9 @@ def setitem(x: Array, key: Any, value: Any) -> Array:
     if len(k) == 1 and isinstance(k[0], (Array, np.ndarray, list)):
         arr = asarray(k[0])
         if arr.dtype == bool:
-            if arr.shape == x.shape:
-                # x[mask] = values: the flat positions of the mask, values in C order
-                (pos,) = nonzero(arr.ravel())
-                return _scatter_flat(x, pos, value)
-            idx = nonzero(arr)[0] if arr.ndim == 1 else None
-            if idx is None:
-                raise IndexError("boolean index must cover the leading axes")
-            return _scatter_rows(x, idx, value)
+            from spartan.frontend.indexing import set_masked
+
+            return set_masked(x, arr, value)
         return _scatter_rows(x, _index_array(arr), value)
     y_axes = _advanced(x, k)
     _, axes, arrays = y_axes
@@ -573,7 +568,7 @@ def _wrap(n: int, axis: int, idx: np.ndarray) -> np.ndarray:
     return _checked(idx, n, axis)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: Any) -> Array:
+def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Array:
     """Values at ``indices`` along ``axis`` lane by lane (see :func:`numpy.take_along_axis`).
 
     The lane coordinates become flat indices with a fused map, then one :func:`take`.

@@ -22,8 +22,12 @@ from spartan.frontend.viewmap import ViewMap
 
 
 def _bool_mask(key: Any) -> Array | None:
+    """``key`` as a boolean mask array, if it is one (a Python or NumPy bool is a 0-d
+    mask, as in NumPy: ``x[True]`` adds an axis, it does not pick row 1)."""
     if isinstance(key, Array) and key.dtype == bool:
         return key
+    if isinstance(key, (bool, np.bool_)):
+        return asarray(np.asarray(key))
     if isinstance(key, (np.ndarray, list)) and np.asarray(key).dtype == bool:
         return asarray(np.asarray(key))
     return None
@@ -49,17 +53,41 @@ def getitem(x: Array, key: Any) -> Array:
     return fancy.getitem(x, key)
 
 
+def check_mask(x: Array, mask: Array) -> None:
+    """IndexError unless ``mask`` can index ``x``: its shape that of the leading axes of
+    ``x``, where (as in NumPy) an axis of length 0 matches any length."""
+    k = mask.ndim
+    if k > x.ndim:
+        raise IndexError(
+            f"too many indices for array: array is {x.ndim}-dimensional, but {k} were indexed"
+        )
+    if mask.shape == x.shape[:k] or (
+        mask.size == 0 and all(m in (n, 0) for m, n in zip(mask.shape, x.shape))
+    ):
+        return
+    axis = next(i for i in range(k) if mask.shape[i] != x.shape[i])
+    raise IndexError(
+        f"boolean index did not match indexed array along axis {axis}; size of axis is "
+        f"{x.shape[axis]} but size of corresponding boolean axis is {mask.shape[axis]}"
+    )
+
+
 def compress_mask(x: Array, mask: Array) -> Array:
     """``x[mask]`` for a boolean mask over the leading axes of ``x`` (a filter; building
-    it forces the per-tile counts, since the result's length depends on the data)."""
-    k = mask.ndim
-    if mask.shape != x.shape[:k]:
-        axis = next((i for i in range(min(k, x.ndim)) if mask.shape[i] != x.shape[i]), 0)
-        raise IndexError(
-            f"boolean index did not match indexed array along axis {axis}; size of axis is "
-            f"{x.shape[axis] if x.ndim else 0} but size of corresponding boolean axis is "
-            f"{mask.shape[axis] if mask.ndim else 0}"
-        )
+    it forces the per-tile counts, since the result's length depends on the data).
+
+    As in NumPy, a 0-d mask adds a leading axis of length 1 (True) or 0 (False), and a
+    mask with an axis of length 0 matches any length there (it selects nothing)."""
+    from spartan.frontend.creation import empty
+
+    check_mask(x, mask)
+    k, rest = mask.ndim, x.shape[mask.ndim :]
+    if k == 0:  # x[True] / x[False]: one value decides (a copy, as NumPy's is)
+        return x.reshape((1,) + rest).copy() if bool(mask) else empty((0,) + rest, x.dtype)
+    if mask.size == 0:
+        return empty((0,) + rest, x.dtype)
+    if 0 in rest:  # nothing to filter; the length is the mask's count
+        return empty((int(mask.sum()),) + rest, x.dtype)
     if k < x.ndim:
         from spartan.frontend.manipulation import broadcast_to
 
@@ -67,18 +95,57 @@ def compress_mask(x: Array, mask: Array) -> Array:
     out = Filter(x._expr, mask._expr)
     evaluate(out)
     result = Array(out)
-    return result.reshape((-1,) + x.shape[k:]) if k < x.ndim else result
+    return result.reshape((-1,) + rest) if k < x.ndim else result
+
+
+def _checked_value(value: Any, target: tuple[int, ...]) -> Array:
+    """``value`` as an array, ValueError (NumPy's message) unless it broadcasts to the
+    shape ``target`` of what the index selects."""
+    v = asarray(value)
+    try:
+        np.broadcast_shapes(v.shape, target)
+    except ValueError:
+        raise ValueError(
+            f"shape mismatch: value array of shape {v.shape} could not be broadcast to "
+            f"indexing result of shape {target}"
+        ) from None
+    return v
+
+
+def set_masked(x: Array, mask: Array, value: Any) -> Array:
+    """The array equal to ``x`` with ``x[mask] = value`` applied: a ``where`` for a
+    scalar value (no data-dependent step), else a scatter to the mask's positions."""
+    from spartan.frontend import fancy
+    from spartan.frontend.manipulation import where
+
+    check_mask(x, mask)
+    k, rest = mask.ndim, x.shape[mask.ndim :]
+    if k == 0:  # x[True] = v writes all of x (v may have the added axis); x[False] none
+        flag = bool(mask)
+        v = _checked_value(value, (int(flag),) + rest)
+        if not flag:
+            return x
+        if v.ndim > x.ndim:
+            v = v.reshape(v.shape[1:])
+        return place(x, ViewMap.from_index(x.shape, Ellipsis), v)
+    if mask.size == 0 or x.size == 0:
+        _checked_value(value, (0,) + rest)
+        return x
+    v = asarray(value)
+    if v.ndim == 0:
+        full = mask.reshape(mask.shape + (1,) * (x.ndim - k))
+        return where(full, v.astype(x.dtype), x)
+    (pos,) = fancy.nonzero(mask.ravel())
+    v = _checked_value(v, pos.shape + rest)
+    rows = x.reshape((mask.size,) + rest) if k != 1 else x
+    return fancy._scatter_rows(rows, pos, v).reshape(x.shape)
 
 
 def setitem(x: Array, key: Any, value: Any) -> Array:
     """The array equal to ``x`` with ``x[key] = value`` applied."""
     mask = _bool_mask(key)
-    if mask is not None and mask.shape == x.shape:
-        from spartan.frontend.manipulation import where
-
-        v = asarray(value)
-        if v.ndim == 0:
-            return where(mask, v.astype(x.dtype), x)
+    if mask is not None:
+        return set_masked(x, mask, value)
     if is_basic(key):
         return place(x, ViewMap.from_index(x.shape, key), value)
     from spartan.frontend import fancy

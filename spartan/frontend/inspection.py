@@ -62,10 +62,17 @@ def _options(max_line_width: Any, precision: Any, suppress_small: Any) -> dict[s
     return {k: v for k, v in opts.items() if v is not None}
 
 
-def asarray_chkfinite(a: Any, dtype: Any = None) -> Array:
+def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Array:
     """``asarray`` that raises ValueError if any element is NaN or infinite (forces
-    one boolean reduction)."""
+    one boolean reduction). ``order`` is accepted for NumPy's sake: tiles are C-ordered.
+
+    >>> sp.asarray_chkfinite([1.0, np.inf])            # doctest: +SKIP
+    ValueError: array must not contain infs or NaNs
+    """
     from spartan.frontend.reductions import all as _all
+
+    if order not in (None, "C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
 
     x = asarray(a, dtype=dtype)
     if x.dtype.kind in "fc" and not bool(_all(np.isfinite(x))):

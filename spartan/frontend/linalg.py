@@ -11,6 +11,9 @@ array([[3., 3.], [3., 3.], [3., 3.], [3., 3.]])
 
 from __future__ import annotations
 
+import math
+import operator
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -137,36 +140,81 @@ def matmul(a: Any, b: Any) -> Any:
     return einsum("...ij,...jk->...ik", x, y)
 
 
-def tensordot(a: Any, b: Any, axes: Any = 2) -> Array:
-    """Sum products over the given axes (see :func:`numpy.tensordot`), via reshapes."""
-    from spartan.frontend.creation import asarray
+def _tensordot_axes(axes: Any) -> tuple[list[Any], list[Any]]:
+    """The summed axes of each operand, read as NumPy's ``tensordot`` reads ``axes``."""
+    try:
+        iter(axes)
+    except TypeError:
+        n = operator.index(axes)
+        return list(range(-n, 0)), list(range(n))
+    ax_a, ax_b = axes
+    ax_a = list(ax_a) if isinstance(ax_a, Sequence | np.ndarray) else [ax_a]
+    ax_b = list(ax_b) if isinstance(ax_b, Sequence | np.ndarray) else [ax_b]
+    return ax_a, ax_b
 
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Array:
+    """Sum products over the given axes (see :func:`numpy.tensordot`), via reshapes.
+
+    Empty operands give NumPy's result (zeros where nothing is summed) without a task.
+
+    >>> sp.tensordot(sp.ones((3, 4)), sp.ones((4, 2)), axes=1).shape   # doctest: +SKIP
+    (3, 2)
+    """
+    from spartan.frontend.creation import asarray, zeros
+
+    ax_a, ax_b = _tensordot_axes(axes)
+    if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+        raise ValueError("duplicate axes are not allowed in tensordot")
     x, y = asarray(a), asarray(b)
-    if isinstance(axes, int):
-        ax_a, ax_b = list(range(x.ndim - axes, x.ndim)), list(range(axes))
-    else:
-        ax_a, ax_b = [list(np.atleast_1d(v)) for v in axes]
-    ax_a = [i % x.ndim for i in ax_a]
-    ax_b = [i % y.ndim for i in ax_b]
-    for i, j in zip(ax_a, ax_b):
-        if x.shape[i] != y.shape[j]:
-            raise ValueError("shape-mismatch for sum")
+    if len(ax_a) != len(ax_b):
+        raise ValueError("shape-mismatch for sum")
+    ax_a = [normalize_axis(i, x.ndim) for i in ax_a]
+    ax_b = [normalize_axis(j, y.ndim) for j in ax_b]
+    if any(x.shape[i] != y.shape[j] for i, j in zip(ax_a, ax_b)):
+        raise ValueError("shape-mismatch for sum")
     free_a = [i for i in range(x.ndim) if i not in ax_a]
     free_b = [i for i in range(y.ndim) if i not in ax_b]
-    k = int(np.prod([x.shape[i] for i in ax_a]))
-    xa = x.transpose(free_a + ax_a).reshape(-1, k)
-    yb = y.transpose(ax_b + free_b).reshape(k, -1)
+    k = math.prod(x.shape[i] for i in ax_a)
+    m = math.prod(x.shape[i] for i in free_a)
+    n = math.prod(y.shape[i] for i in free_b)
     shape = tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b)
+    if k == 0 or m == 0 or n == 0:
+        # an empty sum is zero (NumPy's dot of empty operands); nothing to compute
+        return zeros(shape, dtype=np.result_type(x.dtype, y.dtype))
+    xa = x.transpose(free_a + ax_a).reshape(m, k)
+    yb = y.transpose(ax_b + free_b).reshape(k, n)
     return dot2d(xa, yb).reshape(shape)
 
 
-def vdot(a: Any, b: Any) -> Array:
+def normalize_axis(axis: Any, ndim: int) -> int:
+    """One axis as a non-negative index, with NumPy's ``AxisError`` when out of range."""
+    i = operator.index(axis)
+    if not -ndim <= i < ndim:
+        raise np.exceptions.AxisError(i, ndim)
+    return i % ndim
+
+
+def vdot(a: Any, b: Any, /) -> Array:
+    """Dot product of the flattened arrays, the first conjugated (see :func:`numpy.vdot`).
+
+    >>> float(sp.vdot(sp.ones(3), sp.ones(3)))   # doctest: +SKIP
+    3.0
+    """
     from spartan.frontend.creation import asarray
 
-    return dot(np.conj(asarray(a)).ravel(), asarray(b).ravel())
+    x = asarray(a)
+    # conj of a real array is the array: np.conj would turn bools into int8
+    x = np.conj(x) if x.dtype.kind == "c" else x
+    return dot(x.ravel(), asarray(b).ravel())
 
 
-def inner(a: Any, b: Any) -> Array:
+def inner(a: Any, b: Any, /) -> Array:
+    """Sum of products over the last axes (see :func:`numpy.inner`).
+
+    >>> sp.inner(sp.ones((2, 3)), sp.ones((4, 3))).shape   # doctest: +SKIP
+    (2, 4)
+    """
     from spartan.frontend.creation import asarray
 
     x, y = asarray(a), asarray(b)
@@ -175,10 +223,16 @@ def inner(a: Any, b: Any) -> Array:
     return tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 1]))
 
 
-def outer(a: Any, b: Any) -> Array:
-    from spartan.frontend.creation import asarray
+def outer(a: Any, b: Any, out: Any = None) -> Array:
+    """Outer product of the flattened ``a`` and ``b`` (see :func:`numpy.outer`).
 
-    return asarray(a).ravel()[:, None] * asarray(b).ravel()[None, :]
+    >>> sp.outer(sp.arange(3), sp.arange(2)).shape   # doctest: +SKIP
+    (3, 2)
+    """
+    from spartan.frontend.creation import asarray
+    from spartan.frontend.reductions import _out
+
+    return _out(asarray(a).ravel()[:, None] * asarray(b).ravel()[None, :], out)
 
 
 class _DiagonalRun:
@@ -308,21 +362,80 @@ def _grouped_einsum(terms: list[str], rhs: str, xs: list, sizes: dict, c: str) -
     return Array(JoinUpdate(task, None, [x._expr for x in xs], axes, shape, dtype, name="einsum"))
 
 
-def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = None) -> Any:
-    """Einstein summation (see :func:`numpy.einsum`), any number of operands.
+def _interleaved(operands: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """NumPy's second einsum form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as a
+    subscripts string and the operands (sublist integers 0-51 name the letters)."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+    def term(sublist: Any) -> str:
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+                continue
+            i = operator.index(s)
+            if not 0 <= i < len(letters):
+                raise ValueError(
+                    f"subscript is not within the valid range [0, {len(letters)}): {i}"
+                )
+            out.append(letters[i])
+        return "".join(out)
+
+    arrays, terms = operands[0::2], operands[1::2]
+    rhs = ""
+    if len(operands) % 2:  # a last sublist: the output's
+        arrays, rhs = arrays[:-1], "->" + term(operands[-1])
+    return ",".join(term(t) for t in terms) + rhs, tuple(arrays)
+
+
+def einsum(
+    subscripts: Any,
+    *operands: Any,
+    out: Any = None,
+    optimize: Any = False,
+    dtype: Any = None,
+    order: str = "K",
+    casting: str = "safe",
+) -> Any:
+    """Einstein summation (see :func:`numpy.einsum`), any number of operands, in either
+    of NumPy's forms (a subscripts string, or operands interleaved with sublists).
 
     Plain two-operand contractions (``ij,jk->ik``, ``ijk,kl->ijl``...) run as a
     tensordot (``join_update``); everything else aligns the operands by views, multiplies
     them element-wise and folds the summed indices (the product is never stored: the map
     fuses into the fold). Repeated indices within one operand take a diagonal first.
+    The result has NumPy's dtype (``int8`` in, ``int8`` out: no promotion of sums);
+    ``dtype=`` computes in that type, and it and ``out=`` obey ``casting=`` as NumPy's
+    do; ``order=`` is checked and otherwise changes nothing (tiles have no layout the
+    user sees).
 
     >>> sp.einsum("ij,jk->ik", a, b)          # doctest: +SKIP
+    >>> sp.einsum(a, [0, 1], b, [1, 2], [0, 2], out=c)      # doctest: +SKIP
     """
     from spartan.frontend.creation import asarray
+    from spartan.frontend.ufuncs import _store
+
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved((subscripts,) + operands)
+    xs = [asarray(o) for o in operands]
+    # NumPy's dtype and its errors (casting=, dtype=, order=, out='s dtype) from a probe
+    # of ones: shapes of ones broadcast with any subscripts
+    ones = [np.ones((1,) * x.ndim, x.dtype) for x in xs]
+    kw = {"dtype": dtype, "order": order, "casting": casting}
+    result_dtype = np.einsum(subscripts, *ones, **kw).dtype
+    if out is not None:
+        np.einsum(subscripts, *ones, out=np.empty((1,) * np.ndim(out), out.dtype), **kw)
+    if dtype is not None:
+        # NumPy computes in dtype (its casting of the operands was checked above)
+        xs = [x.astype(dtype, copy=False) for x in xs]
+    return _store(_einsum(subscripts, xs, result_dtype), out)
+
+
+def _einsum(subscripts: str, xs: list[Array], dtype: np.dtype) -> Array:
+    """:func:`einsum` of spartan arrays ``xs``, its result of ``dtype``."""
     from spartan.frontend.manipulation import transpose
     from spartan.frontend.reductions import sum as _sum
 
-    xs = [asarray(o) for o in operands]
     terms, rhs = _parse_einsum(subscripts, [x.ndim for x in xs])
     sizes: dict[str, int] = {}
     for t, x in zip(terms, xs):
@@ -343,9 +456,9 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
             t = t[:i] + t[i + 1 : j] + t[j + 1 :] + c
         terms[k], xs[k] = t, x
     batch = _batch_index(terms, rhs, xs, sizes)
-    if batch is not None and dtype is None:
-        return _grouped_einsum(terms, rhs, xs, sizes, batch)
-    if len(xs) == 2 and dtype is None:
+    if batch is not None:
+        return _grouped_einsum(terms, rhs, xs, sizes, batch).astype(dtype, copy=False)
+    if len(xs) == 2:
         a, b = terms
         shared = [c for c in a if c in b]
         if (
@@ -358,7 +471,8 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
             )
             got = [c for c in a if c not in shared] + [c for c in b if c not in shared]
             if sorted(got) == sorted(rhs) and len(set(got)) == len(got):
-                return transpose(out, [got.index(c) for c in rhs]) if got != list(rhs) else out
+                out = transpose(out, [got.index(c) for c in rhs]) if got != list(rhs) else out
+                return out.astype(dtype, copy=False)
     allidx = list(rhs) + sorted({c for t in terms for c in t} - set(rhs))
     aligned = []
     for t, x in zip(terms, xs):
@@ -369,14 +483,13 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
     prod = aligned[0]
     for y in aligned[1:]:
         prod = prod * y
-    if dtype is not None:
-        prod = prod.astype(dtype)
     summed = tuple(range(len(rhs), len(allidx)))
     if not summed:
         from spartan.frontend.manipulation import broadcast_to
 
-        return broadcast_to(prod, tuple(sizes[c] for c in rhs))
-    return _sum(prod, axis=summed)
+        return broadcast_to(prod.astype(dtype, copy=False), tuple(sizes[c] for c in rhs))
+    # (in dtype: np.sum would promote small integers and booleans, einsum does not)
+    return _sum(prod, axis=summed, dtype=dtype)
 
 
 def kron(a: Any, b: Any) -> Array:
@@ -393,52 +506,249 @@ def kron(a: Any, b: Any) -> Array:
     return prod.reshape(tuple(m * n for m, n in zip(x.shape, y.shape)))
 
 
+def _cross_term(p: Any, q: Any, r: Any, t: Any) -> Any:
+    """``p * q - r * t`` where a missing component (``None``: the z of a 2-vector) is
+    zero, as NumPy leaves such terms out rather than multiplying by zero."""
+    first = None if p is None or q is None else p * q
+    second = None if r is None or t is None else r * t
+    if second is None:
+        return first
+    return -second if first is None else first - second
+
+
 def cross(
     a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
 ) -> Array:
-    """Cross product of 3-vectors (see :func:`numpy.cross`), from component views."""
+    """Cross product of 2- or 3-vectors (see :func:`numpy.cross`), from component views.
+
+    A 2-vector has a zero z component; two 2-vectors give the z component alone (NumPy
+    2 deprecates 2-vectors, and so warns the same ``DeprecationWarning``).
+
+    >>> sp.cross(sp.asarray([1, 0, 0]), sp.asarray([0, 1, 0])).to_numpy()   # doctest: +SKIP
+    array([0, 0, 1])
+    """
+    import warnings
+
     from spartan.frontend.creation import asarray
     from spartan.frontend.manipulation import moveaxis, stack
 
     x, y = asarray(a), asarray(b)
     if axis is not None:
         axisa = axisb = axisc = axis
+    if x.ndim == 0 or y.ndim == 0:
+        raise np.exceptions.AxisError(axisa if x.ndim == 0 else axisb, 0)
     x, y = moveaxis(x, axisa, -1), moveaxis(y, axisb, -1)
-    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
+    nx, ny = x.shape[-1], y.shape[-1]
+    if nx not in (2, 3) or ny not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
-    if x.shape[-1] != 3 or y.shape[-1] != 3:
-        raise ValueError("spartan.cross takes 3-vectors")
-    xs = [x[..., i] for i in range(3)]
-    ys = [y[..., i] for i in range(3)]
-    comps = [
-        xs[(i + 1) % 3] * ys[(i + 2) % 3] - xs[(i + 2) % 3] * ys[(i + 1) % 3] for i in range(3)
-    ]
-    return moveaxis(stack(comps, axis=-1), -1, axisc)
+    if nx == 2 or ny == 2:
+        warnings.warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+            "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+    dtype = np.promote_types(x.dtype, y.dtype)
+    xs = [x[..., i].astype(dtype, copy=False) for i in range(nx)] + [None] * (3 - nx)
+    ys = [y[..., i].astype(dtype, copy=False) for i in range(ny)] + [None] * (3 - ny)
+    z = _cross_term(xs[0], ys[1], xs[1], ys[0])
+    if nx == 2 and ny == 2:
+        from spartan.frontend.manipulation import broadcast_to
+
+        return broadcast_to(z, shape) if z.shape != shape else z
+    if len(shape) > 0:
+        normalize_axis(axisc, len(shape) + 1)  # NumPy's AxisError for a bad axisc
+    comps = [_cross_term(xs[1], ys[2], xs[2], ys[1]), _cross_term(xs[2], ys[0], xs[0], ys[2]), z]
+    from spartan.frontend.manipulation import broadcast_to
+
+    comps = [broadcast_to(c, shape) if c.shape != shape else c for c in comps]
+    out = stack(comps, axis=-1)
+    return moveaxis(out, -1, axisc) if out.ndim > 1 else out
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
-    """Vector dot product along ``axis`` (the first argument conjugated)."""
+def _gufunc_probe(
+    ufunc: np.ufunc, xs: Sequence[Array], out: Any, kwargs: dict[str, Any]
+) -> np.dtype:
+    """NumPy's result dtype of ``ufunc`` (a generalized ufunc) for these operands and
+    keywords, and NumPy's own errors for keywords it rejects (``axes=``, ``axis=``,
+    ``keepdims=``, ``casting=``, ``order=``, ``signature=``...), from one call on
+    stand-ins of ones with the operands' number of axes: no data is read."""
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    if not given.get("keepdims", True):
+        del given["keepdims"]  # (NumPy rejects even keepdims=False where it has none)
+    ones = [np.ones((1,) * x.ndim, x.dtype) for x in xs]
+    dtype = ufunc(*ones, **given).dtype
+    if out is not None:
+        ufunc(*ones, out=np.empty((1,) * np.ndim(out), out.dtype), **given)
+    return dtype
+
+
+def _core_axis(entry: Any) -> int:
+    """One core axis of a gufunc's ``axes=`` entry (an int or a 1-tuple)."""
+    return operator.index(entry if not isinstance(entry, Sequence) else entry[0])
+
+
+def vecdot(
+    x1: Any,
+    x2: Any,
+    /,
+    out: Any = None,
+    *,
+    casting: str = "same_kind",
+    order: str = "K",
+    dtype: Any = None,
+    subok: bool = True,
+    signature: Any = None,
+    axes: Any = None,
+    axis: Any = None,
+    keepdims: bool = False,
+) -> Array:
+    """Vector dot product along ``axis`` (the first argument conjugated), NumPy's
+    generalized ufunc ``(n),(n)->()``: ``axis`` is taken in each operand, their sizes
+    there must be equal (they do not broadcast), the other axes broadcast, and the result
+    keeps NumPy's dtype (``uint8`` in, ``uint8`` out; the sum wraps around like NumPy's).
+    NumPy's ufunc keywords work as NumPy's: ``axes=[(i,), (j,)]`` (and ``(k,)`` for the
+    output with ``keepdims=True``), ``dtype=``/``signature=`` (computed in that type),
+    ``casting=``, ``out=`` (a spartan array, rebound to the result); ``order=`` and
+    ``subok=`` are checked and change nothing (spartan arrays have no layout or
+    subclasses).
+
+    >>> sp.vecdot(sp.ones((2, 3)), sp.ones(3)).to_numpy()   # doctest: +SKIP
+    array([3., 3.])
+    >>> sp.vecdot(sp.ones((3, 2)), sp.ones((3, 2)), axis=0, keepdims=True).shape  # doctest: +SKIP
+    (1, 2)
+    """
     from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import expand_dims, moveaxis
     from spartan.frontend.reductions import sum as _sum
+    from spartan.frontend.ufuncs import _store
 
     a, b = asarray(x1), asarray(x2)
-    return _sum((np.conj(a) if a.dtype.kind == "c" else a) * b, axis=axis)
+    for k, v in enumerate((a, b)):
+        if v.ndim == 0:
+            raise ValueError(
+                f"vecdot: Input operand {k} does not have enough dimensions (has 0, gufunc "
+                f"core with signature (n),(n)->() requires 1)"
+            )
+    kw = {
+        "casting": casting, "order": order, "dtype": dtype, "subok": subok,
+        "signature": signature, "axes": axes, "axis": axis, "keepdims": keepdims,
+    }  # fmt: skip
+    # NumPy's dtype for these operands (its TypeError for ones vecdot has no loop for)
+    result_dtype = _gufunc_probe(np.vecdot, (a, b), out, kw)
+    if axes is not None:
+        ia, ib = _core_axis(axes[0]), _core_axis(axes[1])
+        io = _core_axis(axes[2]) if len(axes) > 2 and keepdims else -1
+    else:
+        ia = ib = io = -1 if axis is None else operator.index(axis)
+    a = moveaxis(a, normalize_axis(ia, a.ndim), -1)
+    b = moveaxis(b, normalize_axis(ib, b.ndim), -1)
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"vecdot: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n),(n)->() (size {b.shape[-1]} is different from {a.shape[-1]})"
+        )
+    if dtype is not None or signature is not None:
+        # the loop NumPy picks runs in that type (its casting was checked above)
+        a, b = a.astype(result_dtype, copy=False), b.astype(result_dtype, copy=False)
+    # (the core sizes are equal: the product broadcasts the other axes alone)
+    prod = (np.conj(a) if a.dtype.kind == "c" else a) * b
+    result = _sum(prod, axis=-1, dtype=result_dtype)
+    if keepdims:
+        result = expand_dims(result, normalize_axis(io, result.ndim + 1))
+    return _store(result, out)
 
 
-def matvec(x1: Any, x2: Any, /) -> Array:
-    """Matrix-vector product over the last axes: ``x1 @ x2[..., None]``."""
+def _matrix_vector(name: str, x1: Any, x2: Any, out: Any, axes: Any, kw: dict[str, Any]) -> Array:
+    """:func:`matvec` (``(m,n),(n)->(m)``) or :func:`vecmat` (``(n),(n,m)->(m)``): the
+    core axes moved last (``axes=``), one :func:`vecdot`, the result's core axis moved
+    where ``axes`` puts it."""
     from spartan.frontend.creation import asarray
+    from spartan.frontend.manipulation import moveaxis
+    from spartan.frontend.ufuncs import _store
 
-    m, v = asarray(x1), asarray(x2)
-    return vecdot(np.conj(m) if m.dtype.kind == "c" else m, v[..., None, :])
+    ufunc = getattr(np, name)
+    x, y = asarray(x1), asarray(x2)
+    result_dtype = _gufunc_probe(ufunc, (x, y), out, {**kw, "axes": axes})
+    if kw["dtype"] is not None or kw["signature"] is not None:
+        x, y = x.astype(result_dtype, copy=False), y.astype(result_dtype, copy=False)
+    matrix_first = name == "matvec"
+    m, v = (x, y) if matrix_first else (y, x)
+    io = -1
+    if axes is not None:
+        m_axes = axes[0] if matrix_first else axes[1]
+        v_axis = _core_axis(axes[1] if matrix_first else axes[0])
+        m = moveaxis(m, [normalize_axis(i, m.ndim) for i in m_axes], [-2, -1])
+        v = moveaxis(v, normalize_axis(v_axis, v.ndim), -1)
+        io = _core_axis(axes[2]) if len(axes) > 2 else -1
+    if matrix_first:
+        # (vecdot conjugates its first operand: conjugated twice, the matrix is as given)
+        result = vecdot(np.conj(m) if m.dtype.kind == "c" else m, v[..., None, :])
+    else:
+        m = moveaxis(m, -2, -1)  # (n, m) -> (m, n): n last, as vecdot sums
+        result = vecdot(v[..., None, :], m)
+    result = result.astype(result_dtype, copy=False)
+    if io != -1:
+        result = moveaxis(result, -1, normalize_axis(io, result.ndim))
+    return _store(result, out)
 
 
-def vecmat(x1: Any, x2: Any, /) -> Array:
-    """Vector-matrix product over the last axes (the vector conjugated)."""
-    from spartan.frontend.creation import asarray
+def matvec(
+    x1: Any,
+    x2: Any,
+    /,
+    out: Any = None,
+    *,
+    casting: str = "same_kind",
+    order: str = "K",
+    dtype: Any = None,
+    subok: bool = True,
+    signature: Any = None,
+    axes: Any = None,
+    axis: Any = None,
+    keepdims: bool = False,
+) -> Array:
+    """Matrix-vector product over the last axes (NumPy's gufunc ``(m,n),(n)->(m)``),
+    with NumPy's ufunc keywords as :func:`vecdot` takes them (``axes=`` names the
+    matrix's two core axes, the vector's and the output's).
 
-    v, m = asarray(x1), asarray(x2)
-    return vecdot(v[..., :, None], m, axis=-2)
+    >>> sp.matvec(sp.ones((2, 3)), sp.ones(3)).to_numpy()   # doctest: +SKIP
+    array([3., 3.])
+    """
+    kw = {
+        "casting": casting, "order": order, "dtype": dtype, "subok": subok,
+        "signature": signature, "axis": axis, "keepdims": keepdims,
+    }  # fmt: skip
+    return _matrix_vector("matvec", x1, x2, out, axes, kw)
+
+
+def vecmat(
+    x1: Any,
+    x2: Any,
+    /,
+    out: Any = None,
+    *,
+    casting: str = "same_kind",
+    order: str = "K",
+    dtype: Any = None,
+    subok: bool = True,
+    signature: Any = None,
+    axes: Any = None,
+    axis: Any = None,
+    keepdims: bool = False,
+) -> Array:
+    """Vector-matrix product over the last axes, the vector conjugated (NumPy's gufunc
+    ``(n),(n,m)->(m)``), with NumPy's ufunc keywords as :func:`matvec` takes them.
+
+    >>> sp.vecmat(sp.ones(2), sp.ones((2, 3))).to_numpy()   # doctest: +SKIP
+    array([2., 2., 2.])
+    """
+    kw = {
+        "casting": casting, "order": order, "dtype": dtype, "subok": subok,
+        "signature": signature, "axis": axis, "keepdims": keepdims,
+    }  # fmt: skip
+    return _matrix_vector("vecmat", x1, x2, out, axes, kw)
 
 
 def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy", **kwargs: Any) -> Any:

@@ -26,13 +26,37 @@ def _cast(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
     return x.astype(dtype)
 
 
-def reshape(a: Any, shape: Any, order: str = "C", newshape: Any = None) -> Array:
-    """Same data, new shape (C order); ``-1`` infers one dimension."""
+def reshape(
+    a: Any,
+    /,
+    shape: Any = None,
+    order: str = "C",
+    *,
+    newshape: Any = None,
+    copy: bool | None = None,
+) -> Array:
+    """Same data, new shape (C order); ``-1`` infers one dimension. A view where the
+    elements need not move; ``copy=True`` always copies, ``copy=False`` raises NumPy's
+    ValueError where a view cannot be made (NumPy 2 and the array API).
+
+    >>> sp.reshape(sp.arange(6), (2, 3), copy=False).shape   # doctest: +SKIP
+    (2, 3)
+    """
     x = asarray(a)
-    shape = newshape if shape is None else shape
+    out = _reshape(x, newshape if shape is None else shape, order)
+    if copy:
+        from spartan.frontend import manipulation
+
+        return manipulation.copy(out)
+    if copy is False and out._buf is not x._buf:
+        raise ValueError("Unable to avoid creating a copy while reshaping.")
+    return out
+
+
+def _reshape(x: Array, shape: Any, order: str) -> Array:
     if order == "F":
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        return transpose(reshape(transpose(x), shape[::-1]))
+        return transpose(_reshape(transpose(x), shape[::-1], "C"))
     if order not in ("C", "A"):
         raise ValueError("order must be one of 'C', 'F', 'A'")
     if isinstance(shape, (int, np.integer)):
@@ -149,8 +173,15 @@ def expand_dims(a: Any, axis: Any) -> Array:
     return x[tuple(key)]
 
 
-def broadcast_to(a: Any, shape: Any) -> Array:
-    x = asarray(a)
+def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Array:
+    """``array`` broadcast to ``shape``: a read-only view (see
+    :func:`numpy.broadcast_to`; ``subok`` changes nothing: spartan arrays have no
+    subclasses).
+
+    >>> sp.broadcast_to(sp.ones(3), (2, 3)).shape   # doctest: +SKIP
+    (2, 3)
+    """
+    x = asarray(array)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
     if tuple(np.broadcast_shapes(x.shape, shape)) != shape:
         raise ValueError(
@@ -163,15 +194,24 @@ def broadcast_to(a: Any, shape: Any) -> Array:
     return read_only(Array(Map(identity, [x._expr], shape, x.dtype, name="broadcast_to")))
 
 
-def broadcast_arrays(*args: Any) -> list[Array]:
+def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Array, ...]:
+    """The arrays broadcast to one shape, as read-only views (a tuple, as NumPy 2;
+    ``subok`` changes nothing: spartan arrays have no subclasses).
+
+    >>> sp.broadcast_arrays(sp.ones((2, 1)), sp.ones(3))[0].shape   # doctest: +SKIP
+    (2, 3)
+    """
     arrays = [asarray(a) for a in args]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    return [broadcast_to(a, shape) for a in arrays]
+    return tuple(broadcast_to(a, shape) for a in arrays)
 
 
-def astype(a: Any, dtype: Any, copy: bool = True) -> Array:
+def astype(a: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
     import functools
 
+    from spartan.backend.device import check_device
+
+    check_device(device, "astype")  # (a session keeps every tile on one device)
     x = asarray(a)
     dtype = np.dtype(dtype)
     if dtype == x.dtype and not copy:
@@ -179,7 +219,16 @@ def astype(a: Any, dtype: Any, copy: bool = True) -> Array:
     return Array(Map(functools.partial(_cast, dtype), [x._expr], x.shape, dtype, name="astype"))
 
 
-def copy(a: Any) -> Array:
+def copy(a: Any, order: str = "K", subok: bool = False) -> Array:
+    """A copy of ``a`` (see :func:`numpy.copy`). ``order`` is checked as NumPy checks
+    it and otherwise changes nothing (tiles are C-ordered blocks); ``subok`` changes
+    nothing (spartan arrays have no subclasses).
+
+    >>> y = sp.copy(x)          # doctest: +SKIP
+    """
+    from spartan.frontend.creation import _check_order
+
+    _check_order(order, "copy", "CFAK")
     x = asarray(a)
     return Array(Map(identity, [x._expr], x.shape, x.dtype, name="copy"))
 
@@ -190,7 +239,61 @@ def retile(a: Any, tiling: Any) -> Array:
     return with_tiling(Map(identity, [x._expr], x.shape, x.dtype, name="retile"), tiling)
 
 
-def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Array:
+def _joined_dtype(
+    xs: Sequence[Array], out: Any, dtype: Any, casting: str, where: str
+) -> np.dtype | None:
+    """The dtype :func:`concatenate` and its family give (``dtype=`` or ``out=``'s, or
+    None: the inputs' common type), every input checked castable to it by ``casting``
+    with NumPy's errors."""
+    if out is not None and dtype is not None:
+        raise TypeError(
+            f"{where}() only takes `out` or `dtype` as an argument, but both were provided."
+        )
+    target = out.dtype if out is not None else dtype
+    if target is None:
+        np.can_cast(np.bool_, np.bool_, casting)  # (NumPy's ValueError for a bad name)
+        return None
+    target = np.dtype(target)
+    for x in xs:
+        if not np.can_cast(x.dtype, target, casting):
+            raise TypeError(
+                f"Cannot cast array data from {x.dtype!r} to {target!r} according to the "
+                f"rule {casting!r}"
+            )
+    return target
+
+
+def _into(result: Array, out: Any) -> Array:
+    """``out=`` of the concatenate family: ``out`` (a spartan array) takes ``result``."""
+    if out is None:
+        return result
+    if not isinstance(out, Array):
+        raise TypeError("out= must be a spartan array")
+    if out.ndim != result.ndim:
+        raise ValueError("Output array has wrong dimensionality")
+    if out.shape != result.shape:
+        raise ValueError("Output array is the wrong shape")
+    from spartan.frontend.ufuncs import _store
+
+    return _store(result, out)
+
+
+def concatenate(
+    arrays: Sequence[Any],
+    /,
+    axis: int | None = 0,
+    out: Any = None,
+    *,
+    dtype: Any = None,
+    casting: str = "same_kind",
+) -> Array:
+    """Join arrays along an existing axis (see :func:`numpy.concatenate`); ``axis=None``
+    joins them flattened. ``dtype=`` or ``out=`` (a spartan array, rebound to the
+    result) set the result's type, each input cast by ``casting`` as NumPy's rule allows.
+
+    >>> sp.concatenate([sp.ones(2), sp.zeros(3)], dtype=int).to_numpy()   # doctest: +SKIP
+    array([1, 1, 0, 0, 0])
+    """
     xs = [asarray(a) for a in arrays]
     if not xs:
         raise ValueError("need at least one array to concatenate")
@@ -214,27 +317,60 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
                     f"match exactly, but along dimension {d}, the array at index 0 has size "
                     f"{xs[0].shape[d]} and the array at index {i} has size {x.shape[d]}"
                 )
-    dtype = np.dtype(dtype) if dtype is not None else np.result_type(*(x.dtype for x in xs))
-    return Array(Concatenate([x._expr for x in xs], ax, dtype))
+    target = _joined_dtype(xs, out, dtype, casting, "concatenate")
+    if target is None:
+        target = np.result_type(*(x.dtype for x in xs))
+    # (with dtype= or out=, each input is cast to the target at once, as NumPy's are)
+    return _into(Array(Concatenate([x._expr for x in xs], ax, target)), out)
 
 
-def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
+def stack(
+    arrays: Sequence[Any],
+    axis: int = 0,
+    out: Any = None,
+    *,
+    dtype: Any = None,
+    casting: str = "same_kind",
+) -> Array:
+    """Join arrays of one shape along a new axis (see :func:`numpy.stack`); ``out=``,
+    ``dtype=`` and ``casting=`` as :func:`concatenate`'s.
+
+    >>> sp.stack([sp.ones(2), sp.zeros(2)], axis=1).shape   # doctest: +SKIP
+    (2, 2)
+    """
     xs = [asarray(a) for a in arrays]
     if not xs:
         raise ValueError("need at least one array to stack")
     if any(x.shape != xs[0].shape for x in xs):
         raise ValueError("all input arrays must have the same shape")
-    return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
+    return concatenate(
+        [expand_dims(x, axis) for x in xs], axis=axis, out=out, dtype=dtype, casting=casting
+    )
 
 
-def vstack(tup: Sequence[Any]) -> Array:
+def vstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Array:
+    """Join arrays row-wise (1-d ones as rows; see :func:`numpy.vstack`); ``dtype=`` and
+    ``casting=`` as :func:`concatenate`'s.
+
+    >>> sp.vstack([sp.ones(3), sp.zeros(3)], dtype=int).shape   # doctest: +SKIP
+    (2, 3)
+    """
     xs = [asarray(a) for a in tup]
-    return concatenate([x if x.ndim >= 2 else x.reshape(1, -1) for x in xs], axis=0)
+    return concatenate(
+        [x if x.ndim >= 2 else x.reshape(1, -1) for x in xs], axis=0, dtype=dtype, casting=casting
+    )
 
 
-def hstack(tup: Sequence[Any]) -> Array:
+def hstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Array:
+    """Join arrays column-wise (1-d ones end to end; see :func:`numpy.hstack`);
+    ``dtype=`` and ``casting=`` as :func:`concatenate`'s.
+
+    >>> sp.hstack([sp.ones(2), sp.zeros(3)]).shape   # doctest: +SKIP
+    (5,)
+    """
     xs = [asarray(a) for a in tup]
-    return concatenate(xs, axis=0 if xs and xs[0].ndim == 1 else 1)
+    axis = 0 if xs and xs[0].ndim == 1 else 1
+    return concatenate(xs, axis=axis, dtype=dtype, casting=casting)
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -250,14 +386,27 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return elementwise(np.where, condition, x, y, name="where")
 
 
-def permute_dims(a: Any, axes: Sequence[int]) -> Array:
-    """The array API name of :func:`transpose`."""
+def permute_dims(a: Any, axes: Sequence[int] | None = None) -> Array:
+    """The array API name of :func:`transpose` (``axes`` optional, as NumPy's: reversed).
+
+    >>> sp.permute_dims(sp.ones((2, 3))).shape   # doctest: +SKIP
+    (3, 2)
+    """
     return transpose(a, axes)
 
 
-def concat(arrays: Sequence[Any], axis: int | None = 0) -> Array:
-    """The array API name of :func:`concatenate`."""
-    return concatenate(arrays, axis)
+def concat(
+    arrays: Sequence[Any],
+    /,
+    axis: int | None = 0,
+    out: Any = None,
+    *,
+    dtype: Any = None,
+    casting: str = "same_kind",
+) -> Array:
+    """The array API name of :func:`concatenate` (NumPy's ``concat`` is ``concatenate``,
+    keywords included)."""
+    return concatenate(arrays, axis, out, dtype=dtype, casting=casting)
 
 
 def flip(m: Any, axis: Any = None) -> Array:
@@ -687,21 +836,44 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Array:
     return transpose(x, order)
 
 
-def trim_zeros(filt: Any, trim: str = "fb") -> Array:
-    """``filt`` without leading/trailing zeros (the two ends are forced scalars)."""
-    from spartan.frontend.fancy import flatnonzero
+def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Array:
+    """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros along
+    ``axis`` (an int or a tuple; None: every axis), as NumPy's: the smallest box holding
+    every nonzero value, cut along the axes asked for. A view of ``filt``.
+
+    The ends are forced: one ``any`` per axis (a vector as long as the axis) comes back
+    to the driver.
+
+    >>> sp.trim_zeros(sp.asarray([0, 1, 2, 0])).to_numpy()                 # doctest: +SKIP
+    array([1, 2])
+    >>> sp.trim_zeros(sp.asarray([[0, 0], [0, 3]]), axis=0).to_numpy()     # doctest: +SKIP
+    array([[0, 3]])
+    """
+    from spartan.frontend.evaluate import compute
+    from spartan.frontend.reductions import any as _any
 
     x = asarray(filt)
-    if x.ndim != 1:
-        raise ValueError("spartan.trim_zeros takes 1-d arrays")
-    nz = flatnonzero(x)
-    if nz.shape[0] == 0:
-        return x[:0]
-    lo = int(nz[0]) if "f" in trim.lower() else 0
-    hi = int(nz[nz.shape[0] - 1]) + 1 if "b" in trim.lower() else x.shape[0]
-    return x[lo:hi]
+    trim = trim.lower()
+    if trim not in {"fb", "bf", "f", "b"}:
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
+    if not axes:
+        return x  # (NumPy: nothing to trim, the input itself)
+    nonzero = x != 0
+    # per axis: which of its positions hold a nonzero value anywhere
+    used = [_any(nonzero, axis=tuple(d for d in range(x.ndim) if d != ax)) for ax in axes]
+    found = [np.flatnonzero(u) for u in compute(*(u._expr for u in used))]
+    key = [slice(None)] * x.ndim
+    for ax, hits in zip(axes, found):
+        if hits.size == 0:
+            # all zeros: NumPy cuts every asked-for axis to nothing
+            return x[tuple(slice(0, 0) if d in axes else slice(None) for d in range(x.ndim))]
+        key[ax] = slice(
+            int(hits[0]) if "f" in trim else None, int(hits[-1]) + 1 if "b" in trim else None
+        )
+    return x[tuple(key)]
 
 
-def row_stack(tup: Sequence[Any]) -> Array:
+def row_stack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Array:
     """NumPy's deprecated alias of :func:`vstack`."""
-    return vstack(tup)
+    return vstack(tup, dtype=dtype, casting=casting)

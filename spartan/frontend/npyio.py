@@ -357,9 +357,12 @@ def fromfile(
     sep: str = "",
     offset: int = 0,
     *,
+    like: Any = None,
     shape: Any = None,
 ) -> Array:
-    """A raw binary file as a 1-d array (or ``shape``), each tile read by its worker."""
+    """A raw binary file as a 1-d array (or ``shape``), each tile read by its worker.
+    ``like=`` is accepted as NumPy's other creation functions take it here: the result
+    is a spartan array whatever ``like`` is."""
     if sep:
         raise ValueError("spartan.fromfile reads binary files only (sep='')")
     path = _path(file)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from typing import Any
 
 import numpy as np
@@ -74,16 +75,33 @@ def _exponential(key: int, shape, scale: float, box: Box, dtype) -> np.ndarray:
     return (-scale * np.log(u)).astype(dtype)
 
 
-def _inverse_cdf(key: int, shape, name: str, params: tuple, box: Box, dtype) -> np.ndarray:
-    """A distribution by inverting its CDF at a uniform in (0, 1)."""
-    u = (_to_unit(_uniform_bits(key, shape, box)) + 0.5 / (1 << 53)).astype(np.float64)
+def _open_unit(key: int, shape, box: Box, dtype=np.float64) -> np.ndarray:
+    """Uniforms in (0, 1) (the inverse CDFs are finite there)."""
+    return (_to_unit(_uniform_bits(key, shape, box)) + 0.5 / (1 << 53)).astype(np.float64)
+
+
+def _ppf(kind: str, name: str, dtype: Any, u: np.ndarray, *params: Any) -> np.ndarray:
+    """The distribution ``name`` at the uniforms ``u`` by its inverse CDF: spartan's own
+    (``kind == "quantile"``) or SciPy's ``ppf`` (``"scipy"``), its parameters scalars or
+    arrays broadcast against ``u``."""
     with np.errstate(all="ignore"):
-        out = _QUANTILES[name](u, *params)
+        if kind == "quantile":
+            out = _QUANTILES[name](u, *params)
+        else:
+            import scipy.stats
+
+            out = getattr(scipy.stats, name).ppf(u, *params)
     return np.asarray(out).astype(dtype)
 
 
+def _inverse_cdf(key: int, shape, name: str, params: tuple, box: Box, dtype) -> np.ndarray:
+    """A distribution by inverting its CDF at a uniform in (0, 1)."""
+    return _ppf("quantile", name, dtype, _open_unit(key, shape, box), *params)
+
+
 def _triangular(u, left, mode, right):
-    c = (mode - left) / (right - left) if right > left else 0.5
+    with np.errstate(all="ignore"):
+        c = np.where(right > left, (mode - left) / (right - left), 0.5)
     return np.where(
         u < c,
         left + np.sqrt(u * (right - left) * (mode - left)),
@@ -105,14 +123,50 @@ _QUANTILES = {
 }
 
 
-def _scipy_quantile(key: int, shape, dist: str, params: tuple, box: Box, dtype) -> np.ndarray:
-    """A distribution by SciPy's inverse CDF (``ppf``) at a uniform in (0, 1)."""
+def _vonmises(u: np.ndarray, mu: Any, kappa: Any) -> np.ndarray:
+    """The von Mises distribution's inverse CDF (SciPy's), centred on ``mu`` and wrapped
+    to [-pi, pi) as NumPy's draws are; ``kappa == 0`` is the uniform circle."""
     import scipy.stats
 
-    u = _to_unit(_uniform_bits(key, shape, box)) + 0.5 / (1 << 53)
+    kappa = np.asarray(kappa, dtype=np.float64)
+    safe = np.where(kappa > 0, kappa, 1.0)
+    x = np.where(kappa > 0, scipy.stats.vonmises.ppf(u, safe), 2 * np.pi * u - np.pi)
+    return np.mod(x + mu + np.pi, 2 * np.pi) - np.pi
+
+
+_QUANTILES["vonmises"] = _vonmises
+
+
+def _scipy_quantile(key: int, shape, dist: str, params: tuple, box: Box, dtype) -> np.ndarray:
+    """A distribution by SciPy's inverse CDF (``ppf``) at a uniform in (0, 1)."""
+    return _ppf("scipy", dist, dtype, _open_unit(key, shape, box), *params)
+
+
+def _affine(dtype: Any, z: np.ndarray, loc: Any, scale: Any) -> np.ndarray:
+    """``loc + scale * z`` (a standard variate moved and scaled), as the scalar paths."""
+    return (loc + scale * z).astype(dtype)
+
+
+def _between(dtype: Any, u: np.ndarray, low: Any, high: Any) -> np.ndarray:
+    return (low + (high - low) * u).astype(dtype)
+
+
+def _int_in(dtype: Any, bits: np.ndarray, low: Any, high: Any) -> np.ndarray:
+    """Integers in ``[low, high)`` from 64 random bits each (as ``_integers``)."""
+    low = np.asarray(low, dtype=np.int64)
+    span = (np.asarray(high, dtype=np.int64) - low).astype(np.uint64)
+    return (low + (bits % np.maximum(span, np.uint64(1))).astype(np.int64)).astype(dtype)
+
+
+def _bits(key: int, shape, box: Box, dtype=np.uint64) -> np.ndarray:
+    return _uniform_bits(key, shape, box)
+
+
+def _hypergeom_ppf_frac(total: int, good: int, u: np.ndarray, left: np.ndarray) -> np.ndarray:
+    import scipy.stats
+
     with np.errstate(all="ignore"):
-        out = getattr(scipy.stats, dist).ppf(u, *params)
-    return np.asarray(out).astype(dtype)
+        return np.nan_to_num(scipy.stats.hypergeom.ppf(u, total, good, left)).astype(np.int64)
 
 
 def _binomial_ppf_frac(p: float, u: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -126,12 +180,98 @@ def _size(size: Any) -> tuple[int, ...]:
     return () if size is None else normalize_shape(size)
 
 
+def _is_array(v: Any) -> bool:
+    """A parameter that varies by element (drawn element-wise), not one scalar."""
+    return isinstance(v, Array) or np.ndim(v) > 0
+
+
+def _param(v: Any) -> Any:
+    """A parameter as the draws take it: spartan arrays as they are, anything else
+    array-like as a NumPy array, scalars as they are."""
+    if isinstance(v, Array) or np.ndim(v) == 0:
+        return v
+    return np.asarray(v)
+
+
+def _shape_of(size: Any, params: tuple) -> tuple[int, ...]:
+    """The shape of the draws: ``size``, which the parameters must broadcast to, or
+    their broadcast shape (NumPy's rule for every distribution)."""
+    shapes = [tuple(np.shape(p)) if not isinstance(p, Array) else p.shape for p in params]
+    try:
+        common = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(
+            "shape mismatch: objects cannot be broadcast to a single shape: the "
+            f"parameters have shapes {', '.join(map(str, shapes))}"
+        ) from None
+    if size is None:
+        return common
+    shape = _size(size)
+    try:
+        ok = tuple(np.broadcast_shapes(shape, common)) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"shape mismatch: objects cannot be broadcast to a single shape: size {shape} "
+            f"and parameters of shape {common}"
+        )
+    return shape
+
+
+def _any(test: Any, v: Any) -> bool:
+    """Whether ``test`` holds for any element of the parameter ``v`` (a spartan array is
+    read by one small forced reduction)."""
+    if isinstance(v, Array):
+        from spartan.frontend.reductions import any as _any_of
+
+        return bool(_any_of(test(v)))
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(test(np.asarray(v))))
+
+
+def _float_dtype(dtype: Any, name: str) -> np.dtype:
+    """NumPy's Generator draws these in float32 or float64 only."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"Unsupported dtype {dt!r} for {name}")
+    return dt
+
+
+def _into(result: Array, out: Any) -> Array:
+    """``out=``: the given spartan array rebound to the draws (NumPy fills it)."""
+    if out is None:
+        return result
+    from spartan.frontend.ufuncs import _store
+
+    if not isinstance(out, Array):
+        raise TypeError("out= must be a spartan array")
+    if out.dtype != result.dtype:
+        raise TypeError(
+            f"Supplied output array has the wrong type. Expected {result.dtype}, got {out.dtype}"
+        )
+    return _store(result, out)
+
+
+def _out_shape(size: Any, out: Any) -> Any:
+    if out is None:
+        return size
+    if size is not None and _size(size) != out.shape:
+        raise ValueError("size must match out.shape when used together")
+    return out.shape
+
+
 class Generator:
     """Counter-based random streams: every call draws a fresh stream key from
     ``(seed, call number)``, and each element hashes its global flat index, so the
     arrays do not depend on tiling or worker count.
 
+    Parameters may be arrays (NumPy's or spartan's): they broadcast with each other and
+    with ``size`` as in :class:`numpy.random.Generator`, each element drawn with its
+    own parameters. The values are spartan's own (not NumPy's bit stream).
+
     >>> rng = sp.random.default_rng(42); rng.normal(size=(3, 3))     # doctest: +SKIP
+    >>> rng.poisson([1.0, 10.0, 100.0], size=(4, 3))                 # doctest: +SKIP
     """
 
     def __init__(self, seed: int | None = None) -> None:
@@ -143,158 +283,292 @@ class Generator:
             self._seed * 0x9E3779B97F4A7C15 + next(self._counter) * 0xBF58476D1CE4E5B9
         ) & 0xFFFFFFFFFFFFFFFF
 
-    def random(self, size: Any = None, dtype: Any = np.float64, tiling: Any = None) -> Array:
+    def spawn(self, n_children: int) -> list[Generator]:
+        """``n_children`` independent generators, each seeded from a stream of this one
+        (so they repeat with this generator's seed)."""
+        return [Generator(self._stream()) for _ in range(operator.index(n_children))]
+
+    def bytes(self, length: int) -> bytes:  # noqa: A003
+        """``length`` random bytes (Python ``bytes``, made in the driver as NumPy's)."""
+        n = operator.index(length)
+        key = self._stream()
+        bits = _uniform_bits(key, (n,), ((0, n),)) if n else np.zeros(0, np.uint64)
+        return (bits >> np.uint64(56)).astype(np.uint8).tobytes()
+
+    def _draw(
+        self,
+        kind: str,
+        name: str,
+        params: tuple,
+        size: Any,
+        dtype: Any = np.float64,
+        tiling: Any = None,
+    ) -> Array:
+        """Draws of ``name`` by its inverse CDF (``kind``: ``"quantile"`` or ``"scipy"``,
+        see :func:`_ppf`): one uniform stream, the parameters' arrays broadcast."""
+        params = tuple(_param(p) for p in params)
+        shape = _shape_of(size, params)
+        key = self._stream()
+        if not any(_is_array(p) for p in params):
+            fn = _inverse_cdf if kind == "quantile" else _scipy_quantile
+            init = functools.partial(fn, key, shape, name, params)
+            return newarray(shape, init, dtype, tiling, name)
+        from spartan.frontend.ufuncs import elementwise
+
+        u = newarray(shape, functools.partial(_open_unit, key, shape), np.float64, tiling, "u")
+        fn = functools.partial(_ppf, kind, name, np.dtype(dtype))
+        return elementwise(fn, u, *params, name=name, dtype=dtype)
+
+    def _standard(
+        self, fn: Any, args: tuple, shape: tuple[int, ...], tiling: Any, name: str
+    ) -> Array:
+        """float64 draws ``fn(key, shape, *args, box, dtype)`` of one fresh stream."""
+        init = functools.partial(fn, self._stream(), shape, *args)
+        return newarray(shape, init, np.float64, tiling, name)
+
+    def random(
+        self, size: Any = None, dtype: Any = np.float64, out: Any = None, tiling: Any = None
+    ) -> Array:
         """Uniform floats in [0, 1)."""
-        return self.uniform(0.0, 1.0, size, dtype=dtype, tiling=tiling)
+        dtype = _float_dtype(dtype, "random")
+        draws = self.uniform(0.0, 1.0, _out_shape(size, out), dtype=dtype, tiling=tiling)
+        return _into(draws, out)
 
     def uniform(
         self,
-        low: float = 0.0,
-        high: float = 1.0,
+        low: Any = 0.0,
+        high: Any = 1.0,
         size: Any = None,
         dtype: Any = np.float64,
         tiling: Any = None,
     ) -> Array:
-        shape = _size(size)
-        init = functools.partial(_uniform, self._stream(), shape, low, high)
-        return newarray(shape, init, dtype, tiling, "uniform")
+        """Uniform floats in ``[low, high)`` (array bounds broadcast)."""
+        low, high = _param(low), _param(high)
+        shape = _shape_of(size, (low, high))
+        if not (_is_array(low) or _is_array(high)):
+            init = functools.partial(_uniform, self._stream(), shape, low, high)
+            return newarray(shape, init, dtype, tiling, "uniform")
+        from spartan.frontend.ufuncs import elementwise
+
+        u = self._standard(_uniform, (0.0, 1.0), shape, tiling, "uniform")
+        fn = functools.partial(_between, np.dtype(dtype))
+        return elementwise(fn, u, low, high, name="uniform", dtype=dtype)
 
     def normal(
         self,
-        loc: float = 0.0,
-        scale: float = 1.0,
+        loc: Any = 0.0,
+        scale: Any = 1.0,
         size: Any = None,
         dtype: Any = np.float64,
         tiling: Any = None,
     ) -> Array:
-        if np.any(np.asarray(scale) < 0):
+        """Normal draws of mean ``loc`` and standard deviation ``scale`` (arrays broadcast)."""
+        loc, scale = _param(loc), _param(scale)
+        if _any(lambda v: v < 0, scale):
             raise ValueError("scale < 0")
-        shape = _size(size)
-        init = functools.partial(_normal, self._stream(), shape, loc, scale)
-        return newarray(shape, init, dtype, tiling, "normal")
+        shape = _shape_of(size, (loc, scale))
+        if not (_is_array(loc) or _is_array(scale)):
+            init = functools.partial(_normal, self._stream(), shape, loc, scale)
+            return newarray(shape, init, dtype, tiling, "normal")
+        from spartan.frontend.ufuncs import elementwise
+
+        z = self._standard(_normal, (0.0, 1.0), shape, tiling, "normal")
+        fn = functools.partial(_affine, np.dtype(dtype))
+        return elementwise(fn, z, loc, scale, name="normal", dtype=dtype)
 
     def standard_normal(
-        self, size: Any = None, dtype: Any = np.float64, tiling: Any = None
+        self, size: Any = None, dtype: Any = np.float64, out: Any = None, tiling: Any = None
     ) -> Array:
-        return self.normal(0.0, 1.0, size, dtype, tiling)
+        dtype = _float_dtype(dtype, "standard_normal")
+        draws = self.normal(0.0, 1.0, _out_shape(size, out), dtype, tiling)
+        return _into(draws, out)
 
-    def exponential(self, scale: float = 1.0, size: Any = None, tiling: Any = None) -> Array:
-        if scale < 0:
+    def exponential(self, scale: Any = 1.0, size: Any = None, tiling: Any = None) -> Array:
+        scale = _param(scale)
+        if _any(lambda v: v < 0, scale):
             raise ValueError("scale < 0")
-        shape = _size(size)
-        init = functools.partial(_exponential, self._stream(), shape, scale)
-        return newarray(shape, init, np.float64, tiling, "exponential")
+        shape = _shape_of(size, (scale,))
+        if not _is_array(scale):
+            init = functools.partial(_exponential, self._stream(), shape, scale)
+            return newarray(shape, init, np.float64, tiling, "exponential")
+        from spartan.frontend.ufuncs import elementwise
 
-    def standard_exponential(self, size: Any = None, tiling: Any = None) -> Array:
-        return self.exponential(1.0, size, tiling)
+        e = self._standard(_exponential, (1.0,), shape, tiling, "exponential")
+        fn = functools.partial(_affine, np.dtype(np.float64))
+        return elementwise(fn, e, 0.0, scale, name="exponential", dtype=np.float64)
+
+    def standard_exponential(
+        self,
+        size: Any = None,
+        dtype: Any = np.float64,
+        method: str = "zig",
+        out: Any = None,
+        tiling: Any = None,
+    ) -> Array:
+        """Exponential draws of scale 1 (``method`` is accepted as NumPy's, which reads
+        anything but ``"zig"`` as ``"inv"``; spartan inverts the CDF for both)."""
+        dtype = _float_dtype(dtype, "standard_exponential")
+        draws = self.exponential(1.0, _out_shape(size, out), tiling).astype(dtype, copy=False)
+        return _into(draws, out)
 
     def _quantile(self, name: str, params: tuple, size: Any, dtype: Any = np.float64) -> Array:
-        shape = _size(size)
-        init = functools.partial(_inverse_cdf, self._stream(), shape, name, params)
-        return newarray(shape, init, dtype, None, name)
+        return self._draw("quantile", name, params, size, dtype)
 
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Array:
         return self._quantile("laplace", (loc, _nonneg(scale, "scale")), size)
 
-    def logistic(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+    def logistic(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Array:
         return self._quantile("logistic", (loc, _nonneg(scale, "scale")), size)
 
-    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Array:
+    def gumbel(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Array:
         return self._quantile("gumbel", (loc, _nonneg(scale, "scale")), size)
 
-    def lognormal(self, mean: float = 0.0, sigma: float = 1.0, size: Any = None) -> Array:
+    def lognormal(self, mean: Any = 0.0, sigma: Any = 1.0, size: Any = None) -> Array:
         import spartan
 
         return spartan.exp(self.normal(mean, _nonneg(sigma, "sigma"), size))
 
-    def rayleigh(self, scale: float = 1.0, size: Any = None) -> Array:
+    def rayleigh(self, scale: Any = 1.0, size: Any = None) -> Array:
         return self._quantile("rayleigh", (_nonneg(scale, "scale"),), size)
 
-    def weibull(self, a: float, size: Any = None) -> Array:
+    def weibull(self, a: Any, size: Any = None) -> Array:
         return self._quantile("weibull", (_nonneg(a, "a"),), size)
 
-    def pareto(self, a: float, size: Any = None) -> Array:
+    def pareto(self, a: Any, size: Any = None) -> Array:
         return self._quantile("pareto", (_positive(a, "a"),), size)
 
-    def power(self, a: float, size: Any = None) -> Array:
+    def power(self, a: Any, size: Any = None) -> Array:
         return self._quantile("power", (_positive(a, "a"),), size)
 
     def standard_cauchy(self, size: Any = None) -> Array:
         return self._quantile("standard_cauchy", (), size)
 
-    def triangular(self, left: float, mode: float, right: float, size: Any = None) -> Array:
-        if not left <= mode <= right:
-            raise ValueError("left > mode" if left > mode else "mode > right")
-        if left == right:
+    def triangular(self, left: Any, mode: Any, right: Any, size: Any = None) -> Array:
+        if _any(lambda v: v, _param(left) > _param(mode)):
+            raise ValueError("left > mode")
+        if _any(lambda v: v, _param(mode) > _param(right)):
+            raise ValueError("mode > right")
+        if _any(lambda v: v, _param(left) == _param(right)):
             raise ValueError("left == right")
         return self._quantile("triangular", (left, mode, right), size)
 
-    def geometric(self, p: float, size: Any = None) -> Array:
-        if not 0 < p <= 1:
+    def geometric(self, p: Any, size: Any = None) -> Array:
+        if _any(lambda v: ~((v > 0) & (v <= 1)), _param(p)):
             raise ValueError("p <= 0, p > 1 or p contains NaNs")
         return self._quantile("geometric", (p,), size, np.int64)
 
+    def vonmises(self, mu: Any, kappa: Any, size: Any = None) -> Array:
+        """Von Mises draws on [-pi, pi) around ``mu`` with concentration ``kappa``."""
+        return self._quantile("vonmises", (mu, _nonneg(kappa, "kappa")), size)
+
     def _scipy(self, dist: str, params: tuple, size: Any, dtype: Any = np.float64) -> Array:
-        shape = _size(size)
-        init = functools.partial(_scipy_quantile, self._stream(), shape, dist, params)
-        return newarray(shape, init, dtype, None, dist)
+        return self._draw("scipy", dist, params, size, dtype)
 
-    def standard_gamma(self, shape: float, size: Any = None) -> Array:
-        return self._scipy("gamma", (_nonneg(shape, "shape"),), size)
+    def standard_gamma(
+        self, shape: Any, size: Any = None, dtype: Any = np.float64, out: Any = None
+    ) -> Array:
+        """Gamma draws of scale 1 (``dtype``: float64 or float32, as NumPy's)."""
+        dtype = _float_dtype(dtype, "standard_gamma")
+        draws = self._scipy("gamma", (_nonneg(shape, "shape"),), _out_shape(size, out), dtype)
+        return _into(draws, out)
 
-    def gamma(self, shape: float, scale: float = 1.0, size: Any = None) -> Array:
+    def gamma(self, shape: Any, scale: Any = 1.0, size: Any = None) -> Array:
         return self._scipy("gamma", (_nonneg(shape, "shape"), 0.0, _nonneg(scale, "scale")), size)
 
-    def beta(self, a: float, b: float, size: Any = None) -> Array:
+    def beta(self, a: Any, b: Any, size: Any = None) -> Array:
         return self._scipy("beta", (_positive(a, "a"), _positive(b, "b")), size)
 
-    def chisquare(self, df: float, size: Any = None) -> Array:
+    def chisquare(self, df: Any, size: Any = None) -> Array:
         return self._scipy("chi2", (_positive(df, "df"),), size)
 
-    def noncentral_chisquare(self, df: float, nonc: float, size: Any = None) -> Array:
+    def noncentral_chisquare(self, df: Any, nonc: Any, size: Any = None) -> Array:
         return self._scipy("ncx2", (_positive(df, "df"), _nonneg(nonc, "nonc")), size)
 
-    def f(self, dfnum: float, dfden: float, size: Any = None) -> Array:
+    def f(self, dfnum: Any, dfden: Any, size: Any = None) -> Array:
         return self._scipy("f", (_positive(dfnum, "dfnum"), _positive(dfden, "dfden")), size)
 
-    def noncentral_f(self, dfnum: float, dfden: float, nonc: float, size: Any = None) -> Array:
+    def noncentral_f(self, dfnum: Any, dfden: Any, nonc: Any, size: Any = None) -> Array:
         params = (_positive(dfnum, "dfnum"), _positive(dfden, "dfden"), _nonneg(nonc, "nonc"))
         return self._scipy("ncf", params, size)
 
-    def standard_t(self, df: float, size: Any = None) -> Array:
+    def standard_t(self, df: Any, size: Any = None) -> Array:
         return self._scipy("t", (_positive(df, "df"),), size)
 
-    def wald(self, mean: float, scale: float, size: Any = None) -> Array:
-        m, sc = _positive(mean, "mean"), _positive(scale, "scale")
+    def wald(self, mean: Any, scale: Any, size: Any = None) -> Array:
+        m, sc = _param(_positive(mean, "mean")), _param(_positive(scale, "scale"))
         return self._scipy("invgauss", (m / sc, 0.0, sc), size)
 
-    def poisson(self, lam: float = 1.0, size: Any = None) -> Array:
+    def poisson(self, lam: Any = 1.0, size: Any = None) -> Array:
+        """Poisson counts of mean ``lam`` (a scalar or an array, broadcast with ``size``)."""
         return self._scipy("poisson", (_nonneg(lam, "lam"),), size, np.int64)
 
-    def binomial(self, n: int, p: float, size: Any = None) -> Array:
-        if not 0 <= p <= 1:
+    def binomial(self, n: Any, p: Any, size: Any = None) -> Array:
+        if _any(lambda v: ~((v >= 0) & (v <= 1)), _param(p)):
             raise ValueError("p < 0, p > 1 or p is NaN")
         return self._scipy("binom", (_nonneg(n, "n"), p), size, np.int64)
 
-    def negative_binomial(self, n: float, p: float, size: Any = None) -> Array:
-        if not 0 < p <= 1:
+    def negative_binomial(self, n: Any, p: Any, size: Any = None) -> Array:
+        if _any(lambda v: ~((v > 0) & (v <= 1)), _param(p)):
             raise ValueError("p < 0, p > 1 or p is NaN")
         return self._scipy("nbinom", (_positive(n, "n"), p), size, np.int64)
 
-    def hypergeometric(self, ngood: int, nbad: int, nsample: int, size: Any = None) -> Array:
-        if nsample > ngood + nbad:
-            raise ValueError("ngood + nbad < nsample")
-        params = (
-            _nonneg(ngood, "ngood") + _nonneg(nbad, "nbad"),
-            ngood,
-            _nonneg(nsample, "nsample"),
+    def hypergeometric(self, ngood: Any, nbad: Any, nsample: Any, size: Any = None) -> Array:
+        """Good items among ``nsample`` drawn without replacement from ``ngood`` good
+        and ``nbad`` bad ones (each a scalar or an array, broadcast with ``size``)."""
+        good, bad, n = (
+            _param(_nonneg(v, k))
+            for v, k in ((ngood, "ngood"), (nbad, "nbad"), (nsample, "nsample"))
         )
-        return self._scipy("hypergeom", params, size, np.int64)
+        if _any(lambda v: v, n > good + bad):
+            raise ValueError("ngood + nbad < nsample")
+        return self._scipy("hypergeom", (good + bad, good, n), size, np.int64)
 
-    def logseries(self, p: float, size: Any = None) -> Array:
-        if not 0 <= p < 1:
+    def logseries(self, p: Any, size: Any = None) -> Array:
+        if _any(lambda v: ~((v >= 0) & (v < 1)), _param(p)):
             raise ValueError("p < 0, p >= 1 or p is NaN")
         return self._scipy("logser", (p,), size, np.int64)
+
+    def zipf(self, a: Any, size: Any = None) -> Array:
+        """Zipf (zeta) draws of exponent ``a > 1``."""
+        if _any(lambda v: ~(v > 1), _param(a)):
+            raise ValueError("a <= 1.0")
+        return self._scipy("zipf", (a,), size, np.int64)
+
+    def multivariate_hypergeometric(
+        self, colors: Any, nsample: int, size: Any = None, method: str = "marginals"
+    ) -> Array:
+        """Counts of each color among ``nsample`` items drawn without replacement from
+        ``colors[i]`` items of color ``i``: conditional hypergeometric draws, one uniform
+        stream per color (``method`` is accepted as NumPy's; both give this law)."""
+        from spartan.frontend.creation import full
+        from spartan.frontend.manipulation import stack
+        from spartan.frontend.ufuncs import elementwise
+
+        if method not in ("count", "marginals"):
+            raise ValueError('method must be "count" or "marginals".')
+        c = np.asarray(colors)
+        if c.ndim != 1 or c.dtype.kind not in "iu":
+            raise ValueError("colors must be a one-dimensional sequence of nonnegative integers")
+        if np.any(c < 0):
+            raise ValueError("colors must be a one-dimensional sequence of nonnegative integers")
+        nsample = operator.index(nsample)
+        total = int(c.sum())
+        if nsample < 0:
+            raise ValueError("nsample must be nonnegative.")
+        if nsample > total:
+            raise ValueError("nsample > sum(colors)")
+        shape = _size(size)
+        left = full(shape, nsample, dtype=np.int64)
+        counts = []
+        for cj in c[:-1]:
+            u = self._standard(_open_unit, (), shape, None, "u")
+            fn = functools.partial(_hypergeom_ppf_frac, total, int(cj))
+            k = elementwise(fn, u, left, name="multivariate_hypergeometric", dtype=np.int64)
+            counts.append(k)
+            left = left - k
+            total -= int(cj)
+        counts.append(left)
+        return stack(counts, axis=-1)
 
     def multivariate_normal(
         self,
@@ -369,23 +643,41 @@ class Generator:
 
     def integers(
         self,
-        low: int,
-        high: int | None = None,
+        low: Any,
+        high: Any = None,
         size: Any = None,
         dtype: Any = np.int64,
         endpoint: bool = False,
         tiling: Any = None,
     ) -> Array:
-        """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint``)."""
+        """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint``); array bounds
+        broadcast, and must lie within ``dtype`` (NumPy's errors)."""
         if high is None:
             low, high = 0, low
-        if endpoint:
-            high += 1
-        if high <= low:
-            raise ValueError("low >= high" if not endpoint else "low > high")
-        shape = _size(size)
-        init = functools.partial(_integers, self._stream(), shape, int(low), int(high))
-        return newarray(shape, init, dtype, tiling, "integers")
+        low, high = _param(low), _param(high)
+        dt = np.dtype(dtype)
+        if dt.kind not in "biu":
+            raise TypeError(f"Unsupported dtype {dt!r} for integers")
+        lo_ok, hi_ok = (0, 1) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
+        top = high if endpoint else high - 1  # the largest value asked for
+        if _any(lambda v: v < lo_ok, low):
+            raise ValueError(f"low is out of bounds for {dt}")
+        if _any(lambda v: v > hi_ok, top):
+            raise ValueError(f"high is out of bounds for {dt}")
+        if _any(lambda v: v, low > top):
+            raise ValueError("low > high" if endpoint else "low >= high")
+        shape = _shape_of(size, (low, high))
+        if not (_is_array(low) or _is_array(high)):
+            hi = int(high) + (1 if endpoint else 0)
+            init = functools.partial(_integers, self._stream(), shape, int(low), hi)
+            return newarray(shape, init, dtype, tiling, "integers")
+        from spartan.frontend.ufuncs import elementwise
+
+        bits = newarray(
+            shape, functools.partial(_bits, self._stream(), shape), np.uint64, tiling, "bits"
+        )
+        fn = functools.partial(_int_in, dt)
+        return elementwise(fn, bits, low, high + 1 if endpoint else high, name="integers", dtype=dt)
 
     def permutation(self, x: Any, axis: int = 0) -> Array:
         """A random permutation of ``range(x)`` or of ``x`` along ``axis``: random keys
@@ -405,7 +697,7 @@ class Generator:
         perm = argsort(keys) if n else keys.astype(np.intp)
         return perm if arr is None else take(arr, perm, axis)
 
-    def permuted(self, x: Any, *, axis: int | None = None, out: Any = None) -> Array:
+    def permuted(self, x: Any, axis: int | None = None, out: Any = None) -> Array:
         """``x`` with each slice along ``axis`` shuffled independently (all elements
         when None): random keys sorted lane by lane, then ``take_along_axis``."""
         from spartan.frontend.creation import asarray
@@ -481,14 +773,15 @@ class Generator:
         return out.reshape(pop.shape[:axis] + shape + pop.shape[axis + 1 :])
 
 
-def _nonneg(v: float, name: str) -> float:
-    if v < 0:
+def _nonneg(v: Any, name: str) -> Any:
+    """``v`` (a scalar or an array), NumPy's ValueError if any of it is negative."""
+    if _any(lambda a: a < 0, _param(v)):
         raise ValueError(f"{name} < 0")
     return v
 
 
-def _positive(v: float, name: str) -> float:
-    if v <= 0:
+def _positive(v: Any, name: str) -> Any:
+    if _any(lambda a: a <= 0, _param(v)):
         raise ValueError(f"{name} <= 0")
     return v
 
@@ -601,6 +894,9 @@ standard_cauchy = _module_function("standard_cauchy")
 triangular = _module_function("triangular")
 geometric = _module_function("geometric")
 standard_gamma = _module_function("standard_gamma")
+vonmises = _module_function("vonmises")
+zipf = _module_function("zipf")
+bytes = _module_function("bytes")  # noqa: A001
 gamma = _module_function("gamma")
 beta = _module_function("beta")
 chisquare = _module_function("chisquare")

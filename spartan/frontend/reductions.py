@@ -132,8 +132,11 @@ def ufunc_reduce(
         ).dtype
     ordered = not _reorderable(ufunc, x.dtype, dtype)
     if where is not True:
-        fill = ufunc.identity if initial is np._NoValue else initial
-        if fill is None:
+        # masked elements must not count: the identity where the ufunc has one (initial
+        # is folded in once, below); else initial, which max/min-like ufuncs (the ones
+        # without an identity that NumPy reorders) absorb however often it appears
+        fill = initial if ufunc.identity is None else ufunc.identity
+        if fill is None or fill is np._NoValue:
             raise ValueError(
                 f"reduction operation '{ufunc.__name__}' does not have an identity, so to use "
                 "a where mask one has to specify 'initial'"

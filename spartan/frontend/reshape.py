@@ -95,7 +95,9 @@ class _Join:
         self.axis, self.dtype = axis, dtype
 
     def __call__(self, *parts: np.ndarray) -> np.ndarray:
-        return np.concatenate(parts, axis=self.axis).astype(self.dtype, copy=False)
+        # each part cast to dtype at once, as NumPy's concatenate(dtype=) does (the
+        # rule was checked when the expression was made)
+        return np.concatenate(parts, axis=self.axis, dtype=self.dtype, casting="unsafe")
 
 
 class Concatenate(Expr):

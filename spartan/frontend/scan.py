@@ -226,18 +226,40 @@ def _array_api_cumulative(
 
 
 def cumulative_sum(
-    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+    x: Any,
+    /,
+    *,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    include_initial: bool = False,
 ) -> Array:
-    """The array API cumulative sum (``include_initial`` prepends the zero)."""
-    from spartan.frontend.creation import zeros
+    """The array API cumulative sum (``include_initial`` prepends the zero).
 
-    return _array_api_cumulative(cumsum, zeros, x, axis, dtype, include_initial)
+    >>> sp.cumulative_sum(sp.asarray([1, 2, 3]), include_initial=True).to_numpy()  # doctest: +SKIP
+    array([0, 1, 3, 6])
+    """
+    from spartan.frontend.creation import zeros
+    from spartan.frontend.reductions import _out
+
+    return _out(_array_api_cumulative(cumsum, zeros, x, axis, dtype, include_initial), out)
 
 
 def cumulative_prod(
-    x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+    x: Any,
+    /,
+    *,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    include_initial: bool = False,
 ) -> Array:
-    """The array API cumulative product (``include_initial`` prepends the one)."""
-    from spartan.frontend.creation import ones
+    """The array API cumulative product (``include_initial`` prepends the one).
 
-    return _array_api_cumulative(cumprod, ones, x, axis, dtype, include_initial)
+    >>> sp.cumulative_prod(sp.asarray([1, 2, 3]), include_initial=True).to_numpy()  # doctest: +SKIP
+    array([1, 1, 2, 6])
+    """
+    from spartan.frontend.creation import ones
+    from spartan.frontend.reductions import _out
+
+    return _out(_array_api_cumulative(cumprod, ones, x, axis, dtype, include_initial), out)

@@ -77,7 +77,8 @@ def unique(
         perm = _records_field(rec, "i", np.intp)
         rank = cumsum(starts, dtype=np.intp) - 1
         inv = Array(Scatter(zeros((n,), dtype=np.intp)._expr, perm._expr, rank._expr))
-        extra.append(inv.reshape(x.shape) if x.ndim > 1 else inv)
+        # NumPy 2: the inverse has the input's shape (0-d included) when axis is None
+        extra.append(inv.reshape(x.shape) if x.ndim != 1 else inv)
     if return_counts:
         first = flatnonzero(starts)
         ends = concatenate([first[1:], asarray(np.array([n], dtype=np.intp))])

@@ -201,7 +201,12 @@ def call(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
 def local_first(np_func: Callable[..., Any], impl: Callable[..., Any]) -> Callable[..., Any]:
     """``impl`` (the distributed version of ``np_func``) that runs ``np_func`` in the
     driver when its spartan array arguments are all small. Spartan's own keywords
-    (``tiling=``) and arguments NumPy rejects (TypeError) go to ``impl``."""
+    (``tiling=``) and arguments NumPy rejects (TypeError) go to ``impl``.
+
+    An ``impl`` with a ``driver_numpy`` attribute runs that function in the driver
+    instead of ``np_func``: NumPy's call with the defaults that make it give what
+    ``impl`` gives (``argsort``: stable, as the distributed sort always is)."""
+    np_func = getattr(impl, "driver_numpy", np_func)
 
     @functools.wraps(impl)
     def function(*args: Any, **kwargs: Any) -> Any:
@@ -255,6 +260,8 @@ def call_method(x: Array, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
     """``x.name(*args, **kwargs)`` with NumPy's ndarray method, when no argument is a
     distributed array; else :data:`NO`."""
     found: list[Array] = [x]
+    if name == "argsort" and len(args) < 2 and not {"kind", "stable"} & set(kwargs):
+        kwargs = {**kwargs, "stable": True}  # as spartan.argsort (see its driver_numpy)
     if args or kwargs:
         try:
             args = [_unwrap(a, found) for a in args]

@@ -25,13 +25,14 @@ import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import to_host
+from spartan.frontend import small
 from spartan.frontend.alongaxis import along_axes
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.expr import Expr
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.lowering import Lowering, identity
-from spartan.frontend.manipulation import moveaxis
+from spartan.frontend.manipulation import flip, moveaxis
 from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes
 from spartan.tiling import Tiling
@@ -220,20 +221,68 @@ def _check_kind(kind: Any) -> None:
         raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
 
 
+def _sort_np(a: np.ndarray, axis: Any, kind: Any, stable: Any) -> np.ndarray:
+    return np.sort(a, axis=axis, kind=kind, stable=stable)
+
+
+def _sort_descending_np(a: np.ndarray, axis: Any, kind: Any, stable: Any) -> np.ndarray:
+    """NumPy's stable sort in descending order (what :func:`sort` runs in the driver)."""
+    if axis is None:
+        a, axis = a.ravel(), 0
+    return np.flip(np.sort(np.flip(a, axis), axis=axis, kind=kind, stable=stable), axis)
+
+
+def _argsort_descending_np(a: np.ndarray, axis: Any, kind: Any, stable: Any) -> np.ndarray:
+    """NumPy's stable argsort in descending order (what :func:`argsort` runs in the
+    driver): the ascending sort of the reversed lanes keeps ties in their order."""
+    if axis is None:
+        a, axis = a.ravel(), 0
+    if a.ndim == 0:
+        raise np.exceptions.AxisError(axis, 0)
+    if kind is None and stable is None:
+        stable = True  # the standard's default, and what the distributed argsort does
+    last = a.shape[axis] - 1
+    return last - np.flip(np.argsort(np.flip(a, axis), axis=axis, kind=kind, stable=stable), axis)
+
+
 def sort(
-    a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    descending: bool = False,
 ) -> Array:
     """Sorted copy (see :func:`numpy.sort`): a sample sort for 1-d arrays and
-    ``axis=None``, one ``join_update`` over the lanes otherwise."""
+    ``axis=None``, one ``join_update`` over the lanes otherwise.
+
+    ``descending=True`` (the array API standard's keyword, which NumPy lacks) sorts
+    from largest to smallest, NaNs first, ties in their order (it reverses the ascending
+    sort of the reversed lanes, as array-api-compat does for NumPy).
+
+    >>> sp.sort(sp.asarray([3, 1, 2])).to_numpy()                  # doctest: +SKIP
+    array([1, 2, 3])
+    >>> sp.sort(sp.asarray([3, 1, 2]), descending=True).to_numpy()  # doctest: +SKIP
+    array([3, 2, 1])
+    """
     _check_kind(kind)
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
+    # a small array is sorted by NumPy in the driver (spartan.sort's own wrapper does it
+    # too, but hands descending=, which NumPy lacks, to this function)
+    driver = _sort_descending_np if descending else _sort_np
+    out = small.call(driver, (a, axis, kind, stable), {})
+    if out is not small.NO:
+        return out
     x = asarray(a)
     if axis is None:
         x, axis = x.ravel(), 0
     if x.ndim == 0:
         raise np.exceptions.AxisError(axis, 0)
     (ax,) = normalize_axes(axis, x.ndim)
+    if descending:
+        return flip(sort(flip(x, ax), ax), ax)
     if x.ndim == 1:
         return sorted_values(x)
     return _lanes(functools.partial(np.sort, axis=1), x, ax, x.dtype, "sort")
@@ -244,19 +293,58 @@ def _argsort_lanes(m: np.ndarray) -> np.ndarray:
 
 
 def argsort(
-    a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    descending: bool = False,
 ) -> Array:
-    """Indices that sort the array; ties keep their order (NumPy's ``kind="stable"``)."""
+    """Indices that sort the array; ties keep their order (NumPy's ``kind="stable"``).
+
+    ``descending=True`` (the array API standard's keyword, which NumPy lacks) gives the
+    indices of a sort from largest to smallest, ties still in their order.
+
+    >>> sp.argsort(sp.asarray([3, 1, 3]), descending=True).to_numpy()  # doctest: +SKIP
+    array([0, 2, 1])
+    """
     _check_kind(kind)
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    # a small array is sorted by NumPy in the driver (spartan.argsort's wrapper does it
+    # too, but hands descending=, which NumPy lacks, to this function)
+    if descending:
+        out = small.call(_argsort_descending_np, (a, axis, kind, stable), {})
+    else:
+        out = small.call(_argsort_driver, (a, axis, kind), {"stable": stable})
+    if out is not small.NO:
+        return out
     x = asarray(a)
     if axis is None:
         x, axis = x.ravel(), 0
     if x.ndim == 0:
         raise np.exceptions.AxisError(axis, 0)
     (ax,) = normalize_axes(axis, x.ndim)
+    if descending:
+        return (x.shape[ax] - 1) - flip(argsort(flip(x, ax), ax), ax)
     if x.ndim == 1:
         return _records_field(sorted_records(x), "i", np.intp)
     return _lanes(_argsort_lanes, x, ax, np.intp, "argsort")
+
+
+def _argsort_driver(
+    a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None
+) -> np.ndarray:
+    """NumPy's argsort as spartan's runs it on a small array: stable unless a ``kind`` or
+    ``stable=False`` asks otherwise, so that ties come out in the order the distributed
+    argsort gives them (and the array API standard's default, ``stable=True``)."""
+    if kind is None and stable is None:
+        stable = True
+    return np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
+
+
+argsort.driver_numpy = _argsort_driver  # type: ignore[attr-defined]
 
 
 def _kth(kth: Any, n: int) -> np.ndarray:

@@ -227,34 +227,61 @@ def nanmedian(
 
 
 def average(
-    a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False
+    a: Any,
+    axis: Any = None,
+    weights: Any = None,
+    returned: bool = False,
+    *,
+    keepdims: Any = np._NoValue,
 ) -> Any:
-    """Weighted mean along ``axis`` (see :func:`numpy.average`)."""
+    """Weighted mean along ``axis`` (see :func:`numpy.average`); with ``returned``, also
+    the sum of the weights (the element count without weights), of the result's shape.
+
+    Weights summing to zero raise NumPy's ``ZeroDivisionError``: that check reads the
+    sums of the weights (one small reduction, forced).
+
+    >>> sp.average(sp.arange(4.0), weights=[1, 1, 1, 5]).item()   # doctest: +SKIP
+    2.25
+    """
     from spartan.frontend.manipulation import broadcast_to
+    from spartan.frontend.reductions import any as _any
     from spartan.frontend.reductions import mean
     from spartan.frontend.reductions import sum as _sum
 
     x = asarray(a)
+    kd = {} if keepdims is np._NoValue else {"keepdims": keepdims}
     if weights is None:
-        avg = mean(x, axis, keepdims=keepdims)
+        avg = mean(x, axis, **kd)
         if not returned:
             return avg
-        count = np.asarray(x.size // max(avg.size, 1), avg.dtype)
-        return avg, broadcast_to(asarray(count), avg.shape)
+        count = np.asarray(avg.dtype.type(x.size / max(avg.size, 1)))
+        return avg, broadcast_to(asarray(count), avg.shape).copy()
     w = asarray(weights)
+    user_axes: tuple[int, ...] | None = None
+    if axis is not None:
+        one = axis if isinstance(axis, (tuple, list)) else (axis,)
+        user_axes = tuple(normalize_axes(i, x.ndim)[0] for i in one)  # in the user's order
+        if len(set(user_axes)) != len(user_axes):
+            raise ValueError("repeated axis")
     axes = normalize_axes(axis, x.ndim)
     if w.shape != x.shape:
-        if axis is None:
+        if user_axes is None:
             raise TypeError("Axis must be specified when shapes of a and weights differ.")
-        if w.ndim != len(axes) or w.shape != tuple(x.shape[i] for i in axes):
+        if w.shape != tuple(x.shape[i] for i in user_axes):
             raise ValueError(
                 "Shape of weights must be consistent with shape of a along specified axis."
             )
-        shape = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
-        w = w.reshape(shape)
-    rdtype = np.result_type(x.dtype, w.dtype, np.float64 if x.dtype.kind in "biu" else x.dtype)
-    scl = _sum(broadcast_to(w, x.shape).astype(rdtype), axes, keepdims=keepdims)
-    total = _sum(elementwise(np.multiply, x, w).astype(rdtype), axes, keepdims=keepdims)
+        # the weights' axes follow the user's axis order: put them in the array's order
+        w = w.transpose(list(np.argsort(user_axes)))
+        w = w.reshape(tuple(x.shape[i] if i in axes else 1 for i in range(x.ndim)))
+    if x.dtype.kind in "biu":
+        rdtype = np.result_type(x.dtype, w.dtype, np.float64)
+    else:
+        rdtype = np.result_type(x.dtype, w.dtype)
+    scl = _sum(broadcast_to(w, x.shape).astype(rdtype), axes, **kd)
+    if bool(_any(scl == 0.0)):
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    total = _sum(x.astype(rdtype) * w.astype(rdtype), axes, **kd)
     avg = elementwise(np.true_divide, total, scl)
     if returned:
         return avg, scl
@@ -360,6 +387,31 @@ def histogram(
     return hist, edges
 
 
+def _sample_weights(v: Any, n: int, name: str) -> Any:
+    """``fweights``/``aweights`` as float64, checked as NumPy checks them (a spartan
+    array's checks are small forced reductions; NumPy's arrays are checked here)."""
+    if isinstance(v, Array):
+        from spartan.frontend.reductions import all as _all
+        from spartan.frontend.reductions import any as _any
+
+        w = v.astype(np.float64)
+        is_integral = lambda: bool(_all(w == np.round(w)))  # noqa: E731
+        is_negative = lambda: bool(_any(w < 0))  # noqa: E731
+    else:
+        w = np.asarray(v, dtype=float)
+        is_integral = lambda: bool(np.all(w == np.around(w)))  # noqa: E731
+        is_negative = lambda: bool(np.any(w < 0))  # noqa: E731
+    if name == "fweights" and not is_integral():
+        raise TypeError("fweights must be integer")
+    if w.ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if w.shape[0] != n:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    if is_negative():
+        raise ValueError(f"{name} cannot be negative")
+    return w
+
+
 def cov(
     m: Any,
     y: Any = None,
@@ -371,44 +423,94 @@ def cov(
     *,
     dtype: Any = None,
 ) -> Array:
-    """Covariance matrix of the rows (variables) of ``m`` (a ``dot`` of the centred data)."""
+    """Covariance matrix of the rows (variables) of ``m`` (see :func:`numpy.cov`): a
+    ``dot`` of the centred data, with frequency (``fweights``) and reliability
+    (``aweights``) weights of the samples as NumPy.
+
+    With weights, the normalisation reads the weights' sum (one forced scalar), as
+    NumPy warns when it is not positive.
+
+    >>> sp.cov(sp.random.rand(3, 100), aweights=sp.ones(100)).shape   # doctest: +SKIP
+    (3, 3)
+    """
     from spartan.frontend.linalg import dot
     from spartan.frontend.manipulation import concatenate
-    from spartan.frontend.reductions import mean
+    from spartan.frontend.reductions import sum as _sum
 
-    if fweights is not None or aweights is not None:
-        raise TypeError("spartan.cov does not take fweights/aweights")
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
     x = asarray(m)
     if x.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
-    x = x.reshape(1, -1) if x.ndim < 2 else x
-    if not rowvar and x.shape[0] != 1:
-        x = x.T
+    yy = None
     if y is not None:
         yy = asarray(y)
-        yy = yy.reshape(1, -1) if yy.ndim < 2 else yy
-        if not rowvar and yy.shape[0] != 1:
-            yy = yy.T
-        x = concatenate([x, yy], axis=0)
-    rdtype = dtype or np.result_type(x.dtype, np.float64)
-    x = x.astype(rdtype)
-    n = x.shape[1]
-    d = ddof if ddof is not None else (0 if bias else 1)
-    xc = x - mean(x, axis=1, keepdims=True)
-    c = dot(xc, np.conj(xc).T if x.dtype.kind == "c" else xc.T) / max(n - d, 0)
-    return c.reshape(()) if c.shape == (1, 1) else c
+        if yy.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(x.dtype, *([yy.dtype] if yy is not None else []), np.float64)
+    X = x.astype(dtype).reshape((1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x.astype(dtype)
+    if not rowvar and x.ndim != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return asarray(np.array([]).reshape(0, 0))
+    if yy is not None:
+        Y = yy.astype(dtype)
+        Y = Y.reshape((1,) * (2 - Y.ndim) + Y.shape) if Y.ndim < 2 else Y
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        X = concatenate([X, Y], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = X.shape[1]
+    w = aw = None
+    if fweights is not None:
+        w = _sample_weights(fweights, n, "fweights")
+    if aweights is not None:
+        aw = _sample_weights(aweights, n, "aweights")
+        w = aw if w is None else w * aw
+    avg, w_sum = average(X, axis=1, weights=w, returned=True)
+    if w is None:
+        fact = n - ddof
+    else:
+        # one scalar, read: NumPy's warning below depends on it, and a Python number
+        # keeps the result's dtype (a float64 array would promote a float32 result)
+        w_sum = float(w_sum[0])
+        if ddof == 0:
+            fact = w_sum
+        elif aw is None:
+            fact = w_sum - ddof
+        else:
+            fact = w_sum - ddof * float(_sum(w * aw)) / w_sum
+    if fact <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = 0.0
+    X = X - avg[:, None]
+    X_T = (X if w is None else X * w).T
+    c = dot(X, X_T.conj() if X_T.dtype.kind == "c" else X_T)
+    with np.errstate(divide="ignore"):
+        scale = np.true_divide(1, fact)
+    return (c * scale).squeeze()
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Array:
-    """Pearson correlation coefficients (``cov`` normalised by the standard deviations)."""
+    """Pearson correlation coefficients: ``cov`` normalised by the standard deviations,
+    real and imaginary parts clipped to [-1, 1] as NumPy.
+
+    >>> sp.corrcoef(sp.random.rand(3, 100)).shape   # doctest: +SKIP
+    (3, 3)
+    """
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
+    from spartan.frontend.elementwise import clip
     from spartan.frontend.linalg import diagonal
 
-    d = np.sqrt(diagonal(c))
+    d = np.sqrt(diagonal(c).real)
     out = c / d[:, None] / d[None, :]
-    return np.clip(out, -1, 1) if out.dtype.kind != "c" else out
+    if out.dtype.kind != "c":
+        return clip(out, -1, 1)
+    return clip(out.real, -1, 1) + 1j * clip(out.imag, -1, 1)
 
 
 _RULES = ("auto", "fd", "doane", "rice", "scott", "sqrt", "sturges")

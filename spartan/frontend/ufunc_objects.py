@@ -122,7 +122,58 @@ def all_ufuncs() -> dict[str, UFunc]:
     }
 
 
+class PyUfunc:
+    """``np.frompyfunc(func, nin, nout)`` that pickles: NumPy's ufunc made from a Python
+    function does not (it pickles by a name that names nothing), so this object travels
+    to the workers as ``(func, nin, nout, identity)`` and makes the ufunc again where it
+    runs. ``func`` pickles as any task function: a builtin (``math.hypot``) or a module's
+    function by reference, a lambda or a local function by value (cloudpickle).
+
+    It is called and used as the ufunc it stands for (``reduce``, ``accumulate``,
+    ``outer``, ``nin``, ``identity``... are the ufunc's own).
+    """
+
+    def __init__(self, func: Any, nin: int, nout: int, identity: Any = None) -> None:
+        self.func, self.nin, self.nout, self.identity = func, nin, nout, identity
+        self._ufunc: np.ufunc | None = None
+
+    @property
+    def ufunc(self) -> np.ufunc:
+        if self._ufunc is None:
+            kwargs = {} if self.identity is None else {"identity": self.identity}
+            self._ufunc = np.frompyfunc(self.func, self.nin, self.nout, **kwargs)
+        return self._ufunc
+
+    def __reduce__(self) -> tuple:
+        return (PyUfunc, (self.func, self.nin, self.nout, self.identity))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ufunc(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_ufunc":
+            raise AttributeError(name)
+        return getattr(self.ufunc, name)  # reduce, accumulate, outer, at, types...
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return self.ufunc.__name__
+
+    def __repr__(self) -> str:
+        return repr(self.ufunc)
+
+
 def frompyfunc(func: Any, nin: int, nout: int, *, identity: Any = None) -> UFunc:
-    """A spartan ufunc (object results) from a Python function, applied tile by tile."""
-    kwargs = {} if identity is None else {"identity": identity}
-    return UFunc(np.frompyfunc(func, nin, nout, **kwargs))
+    """A spartan ufunc (object results) from a Python function, applied tile by tile on
+    the workers (also on Ray's: see :class:`PyUfunc`).
+
+    >>> import math
+    >>> hypot = sp.frompyfunc(math.hypot, 2, 1)
+    >>> hypot(sp.asarray([3.0]), 4.0).to_numpy()
+    array([5.0], dtype=object)
+    """
+    made = PyUfunc(func, nin, nout, identity)
+    made.ufunc  # noqa: B018  (NumPy's errors for a bad nin/nout/identity, here and now)
+    out = UFunc(made)  # type: ignore[arg-type]
+    out.__doc__ = made.ufunc.__doc__
+    return out

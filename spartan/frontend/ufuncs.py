@@ -156,7 +156,12 @@ def _store(result: Any, out: Any) -> Any:
     results = result if isinstance(result, tuple) else (result,)
     for o, r in zip(outs, results):
         if not isinstance(o, Array):
-            raise TypeError("out= must be a spartan array")
+            # (writing a distributed result into a NumPy array would gather it)
+            raise Unsupported(
+                f"out= is a {type(o).__module__}.{type(o).__name__}: spartan writes only "
+                "into spartan arrays; fetch the spartan operand with x.to_numpy() to "
+                "compute in NumPy, or pass a spartan array as out="
+            )
         if o.shape != r.shape:
             raise ValueError(
                 f"non-broadcastable output operand with shape {o.shape} doesn't match "
