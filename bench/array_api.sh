@@ -52,6 +52,7 @@ if [ ! -d "$AAT/array-api/spec" ]; then
     exit 2
 fi
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"  # (the runs below happen inside the checkout)
 
 for module in $MODULES; do
     echo "== array-api-tests: $module (max-examples=$MAX_EXAMPLES, seed=$SEED," \
