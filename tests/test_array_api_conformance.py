@@ -239,3 +239,56 @@ def test_small_argsort_is_stable_like_the_distributed_one(local):
     np.testing.assert_array_equal(small.argsort().to_numpy(), stable)
     sp.config.local_below_bytes = 0
     np.testing.assert_array_equal(sp.argsort(sp.asarray(a)).to_numpy(), stable)
+
+
+# a Python/NumPy bool inside a tuple key is a 0-d mask (an axis of length 1 or 0), never
+# the integer 0 or 1
+BOOL_KEYS = [
+    (slice(None), True),
+    (Ellipsis, False),
+    (1, np.True_),
+    (True, 1),
+    ([0, 2], True),
+    (True, [0, 2]),
+    (slice(None), None, True, [1, 3]),
+    (True, Ellipsis, 1),
+    (0, 1, 2, True),
+]
+
+
+@pytest.mark.parametrize("key", BOOL_KEYS, ids=repr)
+def test_bool_scalar_inside_a_tuple_key(local, tiling, key):
+    a = np.arange(60.0).reshape(3, 4, 5)
+    got = sp.asarray(a, tiling=tiling)[key]
+    np.testing.assert_array_equal(np.asarray(got), a[key])
+    assert np.shape(got) == a[key].shape
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ((slice(None), True), 7.0),
+        ((slice(None), True), np.arange(5.0)),
+        ((1, True), np.arange(20.0).reshape(4, 5)),
+        ((Ellipsis, False), 3.0),
+        ((True, 2, slice(1, 3)), np.ones((1, 2, 5))),
+    ],
+    ids=repr,
+)
+def test_bool_scalar_inside_a_tuple_key_assignment(local, tiling, key, value):
+    a = np.arange(60.0).reshape(3, 4, 5)
+    x = sp.asarray(a.copy(), tiling=tiling)
+    a[key] = value
+    x[key] = value
+    np.testing.assert_array_equal(x.to_numpy(), a)
+    with pytest.raises(ValueError):
+        x[key] = np.ones((2, 7))
+
+
+def test_cov_keeps_the_dtype_asked_for(local, tiling):
+    X = np.random.default_rng(0).random((3, 6))
+    for kw in ({}, {"ddof": 0}, {"fweights": [1, 2, 1, 1, 3, 1]}):
+        want = np.cov(X, dtype=np.float32, **kw)
+        got = sp.cov(sp.asarray(X, tiling=tiling), dtype=np.float32, **kw)
+        assert got.dtype == want.dtype  # (float32; float64 with weights, as NumPy)
+        np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-6)

@@ -39,7 +39,49 @@ def _scalar_index(key: Any, ndim: int) -> bool:
     return len(parts) == ndim and all(isinstance(p, (int, np.integer)) for p in parts)
 
 
+def _consumed(part: Any) -> int:
+    """How many axes of the indexed array one entry of an index tuple uses up."""
+    if part is None or part is Ellipsis:
+        return 0
+    if isinstance(part, (bool, np.bool_)):
+        return 0
+    if isinstance(part, (Array, np.ndarray)) and part.dtype == bool:
+        return part.ndim
+    if isinstance(part, list) and np.asarray(part).dtype == bool:
+        return np.asarray(part).ndim
+    return 1
+
+
+def scalar_bools(x: Array, key: Any) -> tuple[Array, Any]:
+    """``(x', key')`` that index like ``x[key]`` with no Python/NumPy bool scalar inside
+    a tuple key. NumPy reads such a bool as a 0-d mask: it adds an axis of length 1
+    (True) or 0 (False) there, an advanced index that takes part in broadcasting with the
+    key's other advanced indices. Spelled out: a new axis of length 1 in ``x`` where
+    the bool stands, indexed by ``[0]`` or ``[]`` (never the integer 0 or 1).
+    """
+    if not isinstance(key, tuple) or not any(isinstance(p, (bool, np.bool_)) for p in key):
+        return x, key
+    from spartan.frontend.manipulation import expand_dims
+
+    parts = list(key)
+    ellipsis = next((i for i, p in enumerate(parts) if p is Ellipsis), None)
+    spare = x.ndim - sum(_consumed(p) for p in parts)
+    axes, axis = [], 0
+    for i, p in enumerate(parts):
+        if isinstance(p, (bool, np.bool_)):
+            axes.append(axis + len(axes))
+            parts[i] = np.array([0] if p else [], dtype=np.intp)
+        elif p is Ellipsis:
+            axis += max(spare, 0)
+        else:
+            axis += _consumed(p)
+    if ellipsis is None and spare < 0:
+        return x, key  # too many indices: the indexing below raises NumPy's IndexError
+    return expand_dims(x, tuple(axes)), tuple(parts)
+
+
 def getitem(x: Array, key: Any) -> Array:
+    x, key = scalar_bools(x, key)
     if is_basic(key):
         link = Strided(ViewMap.from_index(x.shape, key))
         if _scalar_index(key, x.ndim):
@@ -143,6 +185,23 @@ def set_masked(x: Array, mask: Array, value: Any) -> Array:
 
 def setitem(x: Array, key: Any, value: Any) -> Array:
     """The array equal to ``x`` with ``x[key] = value`` applied."""
+    if isinstance(key, tuple) and any(isinstance(p, (bool, np.bool_)) for p in key):
+        plain = tuple(p for p in key if not isinstance(p, (bool, np.bool_)))
+        if is_basic(plain):
+            # the bools only add axes of length 1 (True) or 0 (False): NumPy checks the
+            # value against that shape, then writes where the key without them points
+            target = np.broadcast_to(np.empty((), x.dtype), x.shape)[key].shape
+            v = asarray(value)
+            if np.broadcast_shapes(v.shape, target) != target:
+                raise ValueError(
+                    f"could not broadcast input array from shape {v.shape} into shape {target}"
+                )
+            if 0 in target:
+                return x
+            from spartan.frontend.manipulation import broadcast_to
+
+            place_shape = np.broadcast_to(np.empty((), x.dtype), x.shape)[plain].shape
+            return setitem(x, plain, broadcast_to(v, target).reshape(place_shape))
     mask = _bool_mask(key)
     if mask is not None:
         return set_masked(x, mask, value)

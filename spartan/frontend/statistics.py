@@ -490,7 +490,8 @@ def cov(
     c = dot(X, X_T.conj() if X_T.dtype.kind == "c" else X_T)
     with np.errstate(divide="ignore"):
         scale = np.true_divide(1, fact)
-    return (c * scale).squeeze()
+    # NumPy scales in place (c *= scale): computed with the float64 scale, kept in c's dtype
+    return (c * scale).astype(c.dtype, copy=False).squeeze()
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Array:
