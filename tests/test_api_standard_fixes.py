@@ -681,3 +681,22 @@ def test_frompyfunc_on_workers(backend, tiling):
     nq, nr = np.frompyfunc(divmod, 2, 2)(a, 5.0)
     close(q, nq)
     close(r, nr)
+
+
+@pytest.mark.parametrize(
+    "low, high, dtype, endpoint",
+    [
+        (-(2**63), 2**63 - 1, np.int64, True),  # int64's whole range: a span of 2**64
+        (0, 2**64, np.uint64, False),
+        (2**63, 2**64 - 1, np.uint64, True),
+        (-5, 5, np.int8, False),
+    ],
+)
+def test_integers_at_the_dtype_limits(local, low, high, dtype, endpoint):
+    got = sp.random.default_rng(3).integers(low, high, size=2000, dtype=dtype, endpoint=endpoint)
+    want = np.random.default_rng(3).integers(low, high, size=5, dtype=dtype, endpoint=endpoint)
+    values = got.to_numpy()
+    assert values.dtype == want.dtype
+    top = high if endpoint else high - 1
+    assert int(values.min()) >= low and int(values.max()) <= top
+    assert len(np.unique(values)) > 1000 or top - low < 1000  # (the bits are used)

@@ -66,8 +66,14 @@ def _normal(key: int, shape, loc: float, scale: float, box: Box, dtype) -> np.nd
 
 
 def _integers(key: int, shape, low: int, high: int, box: Box, dtype) -> np.ndarray:
-    span = np.uint64(high - low)
-    return (low + (_uniform_bits(key, shape, box) % span).astype(np.int64)).astype(dtype)
+    """Integers in [low, high). The span may be up to 2**64 (int64's or uint64's whole
+    range): the sum is taken in wrapping uint64 arithmetic and read back in ``dtype``."""
+    bits = _uniform_bits(key, shape, box)
+    span = high - low
+    offset = bits if span == 1 << 64 else bits % np.uint64(span)
+    with np.errstate(over="ignore"):
+        wrapped = offset + np.uint64(low % (1 << 64))
+    return (wrapped.view(np.int64) if low < 0 else wrapped).astype(dtype)
 
 
 def _exponential(key: int, shape, scale: float, box: Box, dtype) -> np.ndarray:
