@@ -268,7 +268,7 @@ from spartan.frontend.statistics import (
     percentile,
     quantile,
 )
-from spartan.frontend.textio import loadtxt, savetxt
+from spartan.frontend.textio import genfromtxt, loadtxt, savetxt
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 from spartan.frontend.ufunc_objects import frompyfunc
 

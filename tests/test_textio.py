@@ -3,6 +3,8 @@ them; every result compared with NumPy's reading or writing the same file."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -187,3 +189,156 @@ def test_savetxt_errors(local, tmp_path):
         assert str(got.value) == str(want.value)
     with pytest.raises(ValueError, match="1D or 2D"):
         sp.savetxt(tmp_path / "s.txt", sp.zeros((2, 2, 2)))
+
+
+# --- genfromtxt -------------------------------------------------------------------------
+
+
+def _gaps_text() -> str:
+    """A CSV with a header, comments, blank lines, empty and unreadable fields."""
+    lines = ["# made by a test", "a,b,c,d"]
+    for i in range(61):
+        row = [str(i), "" if i % 5 == 0 else f"{i * 0.5}", "x" if i % 7 == 0 else str(-i)]
+        lines.append(",".join(row + [str(i % 3)]) + ("  # note" if i % 4 == 0 else ""))
+        if i % 11 == 0:
+            lines += ["", "# between rows"]
+    return "\n".join(lines) + "\n"
+
+
+GEN_CASES = [
+    dict(delimiter=",", skip_header=2),
+    dict(delimiter=",", skip_header=1),  # the names row is data: NaNs
+    dict(delimiter=",", skip_header=2, usecols=(3, -3)),
+    dict(delimiter=",", skip_header=2, usecols=1, missing_values="x"),
+    dict(delimiter=",", skip_header=2, dtype=int),
+    dict(delimiter=",", skip_header=2, filling_values=-9.5, max_rows=23),
+    dict(delimiter=",", skip_header=2, dtype=np.float32, usecols=[0, 1], ndmin=2),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GEN_CASES)))
+def test_genfromtxt_ranges_match_numpy(backend, tiling, tmp_path, small_ranges, case):
+    kw = GEN_CASES[case]
+    path = tmp_path / "gaps.csv"
+    path.write_text(_gaps_text())
+    want = np.genfromtxt(path, **kw)
+    got = sp.genfromtxt(path, tiling=tiling if want.ndim == 2 else None, **kw)
+    assert isinstance(got, sp.Array) and got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got.to_numpy(), want)  # NaN where NumPy has NaN
+    assert len(textio._cuts(str(path), 0, 2)) > 4  # several ranges
+    assert np.isnan(want).any() or kw.get("dtype") is int or "filling_values" in kw
+
+
+def test_genfromtxt_options_checked_by_numpy_first(local, tmp_path):
+    path = tmp_path / "o.txt"
+    path.write_text("1 2\n3 4\n")
+    for bad in (dict(filling_values={"a": 0}), dict(max_rows=0), dict(ndmin=3)):
+        with pytest.raises((ValueError, TypeError, AttributeError)) as want:
+            np.genfromtxt(path, **bad)
+        with pytest.raises(want.type, match=re.escape(str(want.value))):
+            sp.genfromtxt(path, **bad)
+    np.testing.assert_array_equal(sp.genfromtxt(path, unpack=False).to_numpy(), [[1, 2], [3, 4]])
+
+
+def test_genfromtxt_whitespace_and_autostrip(local, tmp_path, small_ranges):
+    path = tmp_path / "ws.txt"
+    path.write_text("".join(f" {i} ;  {i / 3} ; {'' if i % 4 else 'n/a'}\n" for i in range(40)))
+    for kw in (dict(delimiter=";", autostrip=True), dict(delimiter=";", missing_values="n/a")):
+        got = sp.genfromtxt(path, **kw)
+        np.testing.assert_array_equal(got.to_numpy(), np.genfromtxt(path, **kw))
+
+
+def _numpy_gen_error(path, **kw) -> str:
+    with pytest.raises(ValueError) as e:
+        np.genfromtxt(path, **kw)
+    return str(e.value)
+
+
+def test_genfromtxt_invalid_lines_are_the_files(backend, tmp_path, small_ranges):
+    lines = _gaps_text().splitlines()
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "\n".join(lines[:30] + ["1,2", "3,4,5,6,7"] + lines[30:50] + ["9"] + lines[50:])
+    )
+    for kw in (dict(skip_header=2), dict(skip_header=0, comments="%"), dict(usecols=(0, 3))):
+        with pytest.raises(ValueError) as e:
+            sp.genfromtxt(path, delimiter=",", **kw)
+        assert str(e.value) == _numpy_gen_error(path, delimiter=",", **kw)
+        assert "Line #" in str(e.value)
+
+
+def test_genfromtxt_max_rows_stops_before_later_invalid_lines(local, tmp_path, small_ranges):
+    path = tmp_path / "bad.txt"
+    path.write_text(
+        "# c\n\n" + "1 2\n" * 10 + "3\n" + "# x\n" + "4 5\n" * 10 + "6 7 8\n" + "1 2\n" * 5
+    )
+    for m in range(1, 30):
+        try:
+            want = np.genfromtxt(path, max_rows=m)
+        except ValueError as e:
+            with pytest.raises(ValueError) as got:
+                sp.genfromtxt(path, max_rows=m)
+            assert str(got.value) == str(e)
+        else:
+            np.testing.assert_array_equal(sp.genfromtxt(path, max_rows=m).to_numpy(), want)
+
+
+def test_genfromtxt_invalid_raise_false_warns_as_numpy(local, tmp_path, small_ranges):
+    from numpy.lib._iotools import ConversionWarning
+
+    path = tmp_path / "bad.txt"
+    path.write_text("1 2\n" * 20 + "3\n" + "4 5\n" * 20 + "6 7 8\n")
+    with pytest.warns(ConversionWarning) as want_w:
+        want = np.genfromtxt(path, invalid_raise=False)
+    with pytest.warns(ConversionWarning) as got_w:
+        got = sp.genfromtxt(path, invalid_raise=False)
+    assert str(got_w[0].message) == str(want_w[0].message)
+    np.testing.assert_array_equal(got.to_numpy(), want)
+
+
+DRIVER_ONLY = [
+    dict(names=True),
+    dict(dtype=None),
+    dict(skip_footer=2),
+    dict(converters={1: lambda s: float(s or 0) * 2}),
+    dict(usecols=("a", "c"), names=True),
+    dict(loose=False),
+]
+
+
+@pytest.mark.parametrize("kw", DRIVER_ONLY, ids=[next(iter(k)) for k in DRIVER_ONLY])
+def test_genfromtxt_driver_options(local, tmp_path, monkeypatch, kw):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b,c\n" + "".join(f"{i},{'' if i % 3 else i},{i / 2}\n" for i in range(20)))
+    args = dict(delimiter=",", skip_header=0 if kw.get("names") else 1, **kw)
+    with pytest.raises(NotImplementedError, match=f"d.csv.*{next(iter(kw))}"):
+        sp.genfromtxt(path, **args)  # a large file (the tests' threshold is 0 bytes)
+    monkeypatch.setattr(sp.config, "local_below_bytes", 1 << 20)
+    want = np.genfromtxt(path, **args)
+    got = sp.genfromtxt(path, **args).to_numpy()
+    assert got.dtype == want.dtype
+    for name in want.dtype.names or [None]:  # NaNs in fields compare equal one by one
+        np.testing.assert_array_equal(got[name] if name else got, want[name] if name else want)
+
+
+def test_genfromtxt_edges(local, tmp_path, small_ranges):
+    one = tmp_path / "one.txt"
+    one.write_text("# c\n1 2 3\n")
+    np.testing.assert_array_equal(sp.genfromtxt(one).to_numpy(), np.genfromtxt(one))
+    with open(one) as f:  # a file object: NumPy on the driver
+        np.testing.assert_array_equal(sp.genfromtxt(f).to_numpy(), np.genfromtxt(one))
+    col = tmp_path / "col.txt"
+    col.write_text("".join(f"{i}\n" for i in range(30)))
+    assert sp.genfromtxt(col).shape == (30,)
+    assert sp.genfromtxt(col, ndmin=2).shape == (30, 1)
+    with pytest.raises(FileNotFoundError, match="nothere.txt"):
+        sp.genfromtxt(tmp_path / "nothere.txt")
+
+
+def test_genfromtxt_data_do_not_go_through_the_driver(backend, tmp_path, small_ranges):
+    path = tmp_path / "big.csv"
+    path.write_text("".join(f"{i},,{i / 4}\n" for i in range(200)))
+    backend.reset_stats()
+    x = sp.genfromtxt(path, delimiter=",").evaluate()
+    assert backend.stats().as_dict()["bytes_from_driver"] == 0
+    np.testing.assert_array_equal(x.to_numpy(), np.genfromtxt(path, delimiter=","))
