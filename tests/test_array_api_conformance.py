@@ -292,3 +292,33 @@ def test_cov_keeps_the_dtype_asked_for(local, tiling):
         got = sp.cov(sp.asarray(X, tiling=tiling), dtype=np.float32, **kw)
         assert got.dtype == want.dtype  # (float32; float64 with weights, as NumPy)
         np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-6)
+
+
+MASK = np.arange(20).reshape(4, 5) % 3 == 0
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        (slice(None), MASK),
+        (Ellipsis, MASK),
+        (1, MASK),
+        (slice(1, 3), MASK, None),
+        (slice(None), MASK[0]),  # a mask that does not fit: NumPy's IndexError
+        (MASK[:, 0],),
+        (slice(None), np.zeros(0, bool)),  # an empty mask matches any length
+    ],
+    ids=repr,
+)
+def test_multi_axis_mask_after_other_indices(local, tiling, key):
+    a = np.arange(60.0).reshape(3, 4, 5)
+    x = sp.asarray(a, tiling=tiling)
+    try:
+        want = a[key]
+    except IndexError as err:
+        with pytest.raises(IndexError, match=str(err).split(";")[0]):
+            x[key]
+        return
+    got = x[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.to_numpy(), want)

@@ -296,9 +296,21 @@ def _flat_index(shape: tuple[int, ...], *idx: Any) -> Any:
     return xp.ravel_multi_index(tuple(xp.asarray(w) for w in wrapped), shape)
 
 
+def consumed(part: Any) -> int:
+    """How many axes of the indexed array one entry of an index tuple uses up (a k-d
+    boolean mask k; a bool scalar, ``None`` and ``...`` none)."""
+    if part is None or part is Ellipsis or isinstance(part, (bool, np.bool_)):
+        return 0
+    if isinstance(part, (Array, np.ndarray)) and part.dtype == bool:
+        return part.ndim
+    if isinstance(part, list) and np.asarray(part).dtype == bool:
+        return np.asarray(part).ndim
+    return 1
+
+
 def _advanced(x: Array, key: tuple) -> tuple[Array, list[int], list[Array]]:
     """Apply the basic part of ``key`` as a view; return the array axes and index arrays."""
-    nreal = sum(1 for k in key if k is not None and k is not Ellipsis)
+    nreal = sum(consumed(k) for k in key)
     if nreal > x.ndim:
         raise IndexError(
             f"too many indices for array: array is {x.ndim}-dimensional, but {nreal} were indexed"
@@ -312,7 +324,7 @@ def _advanced(x: Array, key: tuple) -> tuple[Array, list[int], list[Array]]:
     if not any(k is Ellipsis for k in key):
         expanded.extend([slice(None)] * (x.ndim - nreal))
     basic, arrays, axes, out_axis = [], [], [], 0
-    for k in expanded:
+    for pos, k in enumerate(expanded):
         if k is None:
             basic.append(None)
             out_axis += 1
@@ -322,6 +334,16 @@ def _advanced(x: Array, key: tuple) -> tuple[Array, list[int], list[Array]]:
         else:
             arr = asarray(k) if not isinstance(k, (int, np.integer)) else asarray(np.intp(k))
             if arr.dtype == bool:
+                # the axes this mask covers: the ones the entries before it left over
+                first = sum(consumed(e) for e in expanded[:pos])
+                for d, (m, n) in enumerate(zip(arr.shape, x.shape[first:])):
+                    # (as NumPy: an empty mask's length-0 axes match any length)
+                    if m != n and not (arr.size == 0 and m == 0):
+                        raise IndexError(
+                            f"boolean index did not match indexed array along axis "
+                            f"{first + d}; size of axis is {n} but size of corresponding "
+                            f"boolean axis is {m}"
+                        )
                 for part in nonzero(arr):
                     basic.append(slice(None))
                     arrays.append(part)

@@ -39,19 +39,6 @@ def _scalar_index(key: Any, ndim: int) -> bool:
     return len(parts) == ndim and all(isinstance(p, (int, np.integer)) for p in parts)
 
 
-def _consumed(part: Any) -> int:
-    """How many axes of the indexed array one entry of an index tuple uses up."""
-    if part is None or part is Ellipsis:
-        return 0
-    if isinstance(part, (bool, np.bool_)):
-        return 0
-    if isinstance(part, (Array, np.ndarray)) and part.dtype == bool:
-        return part.ndim
-    if isinstance(part, list) and np.asarray(part).dtype == bool:
-        return np.asarray(part).ndim
-    return 1
-
-
 def scalar_bools(x: Array, key: Any) -> tuple[Array, Any]:
     """``(x', key')`` that index like ``x[key]`` with no Python/NumPy bool scalar inside
     a tuple key. NumPy reads such a bool as a 0-d mask: it adds an axis of length 1
@@ -61,11 +48,12 @@ def scalar_bools(x: Array, key: Any) -> tuple[Array, Any]:
     """
     if not isinstance(key, tuple) or not any(isinstance(p, (bool, np.bool_)) for p in key):
         return x, key
+    from spartan.frontend.fancy import consumed
     from spartan.frontend.manipulation import expand_dims
 
     parts = list(key)
     ellipsis = next((i for i, p in enumerate(parts) if p is Ellipsis), None)
-    spare = x.ndim - sum(_consumed(p) for p in parts)
+    spare = x.ndim - sum(consumed(p) for p in parts)
     axes, axis = [], 0
     for i, p in enumerate(parts):
         if isinstance(p, (bool, np.bool_)):
@@ -74,7 +62,7 @@ def scalar_bools(x: Array, key: Any) -> tuple[Array, Any]:
         elif p is Ellipsis:
             axis += max(spare, 0)
         else:
-            axis += _consumed(p)
+            axis += consumed(p)
     if ellipsis is None and spare < 0:
         return x, key  # too many indices: the indexing below raises NumPy's IndexError
     return expand_dims(x, tuple(axes)), tuple(parts)
