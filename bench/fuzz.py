@@ -35,13 +35,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import hashlib
 import os
-import platform
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +53,10 @@ import numpy
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # run by its path: bench.provenance
+
+from bench.provenance import run_header  # noqa: E402
+
 #: input dtypes, float64 most often
 DTYPES = ("float64", "float64", "float64", "float32", "int64", "int32", "bool")
 #: relative tolerance of float results, per result dtype kind and size
@@ -566,17 +567,6 @@ def killed_run(case: Case, backend: Any, during: bool, worker: int = 1) -> tuple
 # -- reporting ----------------------------------------------------------------------------
 
 
-def _git() -> str:
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True
-        )
-        return done.stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" with uncommitted changes" if git("status", "--porcelain") else "")
-
-
 @dataclass
 class Tally:
     tried: int = 0
@@ -624,11 +614,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     command = "python bench/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (
-        f"{when}; machine: {os.cpu_count()}-core {platform.machine()} ({platform.node()}), "
-        f"load average {os.getloadavg()[0]:.1f}; HEAD {_git()}; command: `{command.strip()}`; "
-        f"{args.workers} workers per backend; seeds {args.seed} to {args.seed + args.cases - 1}"
+    header = run_header(
+        command,
+        f"{args.workers} workers per backend; seeds {args.seed} to {args.seed + args.cases - 1}",
     )
     print(header, flush=True)
     seeds = range(args.seed, args.seed + args.cases)

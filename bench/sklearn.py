@@ -30,13 +30,10 @@ Each workload gets fresh spartan workers (``spartan.init`` again), as if run alo
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +53,8 @@ ROOT = HERE.parent
 # ``import sklearn`` would import this file: scikit-learn must come from site-packages.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
+
+from bench.provenance import run_header  # noqa: E402
 
 COMPONENTS = 8
 
@@ -301,25 +300,6 @@ def measure(w: Workload, systems: list[Any], repeats: int) -> Row:
 # -- reporting -----------------------------------------------------------------------------
 
 
-def _git() -> str:
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True
-        )
-        return out.stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" with uncommitted changes" if git("status", "--porcelain") else "")
-
-
-def _memory_gb() -> float:
-    try:
-        with open("/proc/meminfo") as f:
-            return int(f.readline().split()[1]) / 2**20
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-
-
 def _blas() -> str:
     try:
         from threadpoolctl import threadpool_info
@@ -385,12 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("this script was imported as scikit-learn: run it by its path")
 
     command = "python bench/sklearn.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (
-        f"{when}; machine: {os.cpu_count()}-core {platform.machine()}, {_memory_gb():.0f} GB, "
-        f"load average {os.getloadavg()[0]:.1f}; HEAD {_git()}; command: `{command.strip()}`; "
+    header = run_header(
+        command,
         f"median of {args.repeats}; scikit-learn {sklearn.__version__}, NumPy "
-        f"{numpy.__version__} ({_blas()})"
+        f"{numpy.__version__} ({_blas()})",
     )
     print(header, flush=True)
 

@@ -22,10 +22,8 @@ spartan has one), and a first small result within 0.1 s of ``import spartan``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,6 +38,10 @@ import numpy
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # run by its path: bench.provenance
+
+from bench.provenance import run_header  # noqa: E402
+
 #: slowdown against NumPy the small-array path is held to, and the first-result latency
 TARGET_RATIO = 3.0
 TARGET_FIRST_S = 0.1
@@ -249,25 +251,6 @@ def first_result(module: str, repeats: int) -> tuple[float, float]:
 # -- reporting -------------------------------------------------------------------------
 
 
-def _git() -> str:
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True
-        )
-        return out.stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" with uncommitted changes" if git("status", "--porcelain") else "")
-
-
-def _memory_gb() -> float:
-    try:
-        with open("/proc/meminfo") as f:
-            return int(f.readline().split()[1]) / 2**20
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-
-
 def _seconds(t: float | None) -> str:
     if t is None:
         return "-"
@@ -342,12 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (3 if args.quick else 5)
     chosen = args.only or NAMES
     command = "python bench/small.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (
-        f"{when}; machine: {os.cpu_count()}-core {platform.machine()}, {_memory_gb():.0f} GB, "
-        f"load average {os.getloadavg()[0]:.1f}; HEAD {_git()}; command: `{command.strip()}`; "
-        f"median of {repeats}"
-    )
+    header = run_header(command, f"median of {repeats}")
     print(header, flush=True)
 
     first = None
