@@ -58,12 +58,13 @@ def _device_checked(function: Any, impl: Any) -> Any:
 
 
 def _numpy_first() -> None:
-    """Every NumPy function of the namespace (and of ``spartan.linalg``) runs NumPy in
+    """Every NumPy function of the namespace (and of ``spartan.linalg``, ``spartan.fft``) runs NumPy in
     the driver when its spartan array arguments are all small (spartan.frontend.small)."""
+    from spartan import fft as _fft
     from spartan import linalg as _linalg
     from spartan.frontend.small import local_first
 
-    for space, reference in ((globals(), _np), (vars(_linalg), _np.linalg)):
+    for space, reference in ((globals(), _np), (vars(_linalg), _np.linalg), (vars(_fft), _np.fft)):
         for name, impl in list(space.items()):
             np_func = getattr(reference, name, None)
             if (
