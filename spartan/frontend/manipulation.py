@@ -395,18 +395,8 @@ def permute_dims(a: Any, axes: Sequence[int] | None = None) -> Array:
     return transpose(a, axes)
 
 
-def concat(
-    arrays: Sequence[Any],
-    /,
-    axis: int | None = 0,
-    out: Any = None,
-    *,
-    dtype: Any = None,
-    casting: str = "same_kind",
-) -> Array:
-    """The array API name of :func:`concatenate` (NumPy's ``concat`` is ``concatenate``,
-    keywords included)."""
-    return concatenate(arrays, axis, out, dtype=dtype, casting=casting)
+#: the array API's name; NumPy 2's ``concat`` is ``concatenate`` itself, keywords included
+concat = concatenate
 
 
 def flip(m: Any, axis: Any = None) -> Array:
