@@ -237,7 +237,13 @@ def exact(
 
     Branch and bound on duplication: solve without the budget's coupling (each choice
     only has to fit alone); if the optimum overspends, branch on its largest duplicated
-    group (not duplicated / duplicated with the budget reduced)."""
+    group (not duplicated / duplicated with the budget reduced).
+
+    A group committed to duplication is charged once, when it is committed: later
+    branches shrink only the uncommitted groups' choices to what is left of the budget
+    (re-checking a committed one against the rest dropped every plan duplicating two
+    arrays that both needed a branch, e.g. the two large ratings matrices of a
+    three-matrix ALS whose budget fits just those two)."""
     best: list[int] | None = None
     best_cost = math.inf
     fits = _allowed(graph, budget)
@@ -258,12 +264,22 @@ def exact(
             continue
         v = max(dup, key=lambda x: (graph.memory[x][assign[x]], -x))
         m = graph.memory[v]
+        spent = int(m[assign[v]])
+        # v's choices split by whether they take exactly ``spent`` bytes: the branch
+        # with v committed charges it once; the other keeps every other choice (a var
+        # whose choices took several nonzero sizes is branched on again there)
+        same = m[allowed[v]] == spent
         without = list(allowed)
-        without[v] = allowed[v][m[allowed[v]] == 0]
+        without[v] = allowed[v][~same]
         stack.append((without, left, forced))
-        rest = left - int(m[assign[v]])
-        with_dup = [a[graph.memory[x][a] <= rest] for x, a in enumerate(allowed)]
-        with_dup[v] = allowed[v][m[allowed[v]] > 0]
+        rest = left - spent
+        # only uncommitted vars must fit in what is left: a committed var's bytes are
+        # already out of ``rest`` (checked again, a var larger than the rest lost all
+        # its choices and the branch died)
+        with_dup = [
+            a if x in forced else a[graph.memory[x][a] <= rest] for x, a in enumerate(allowed)
+        ]
+        with_dup[v] = allowed[v][same]
         stack.append((with_dup, rest, forced | {v}))
     return best
 
