@@ -2,7 +2,9 @@
 
 Each input tile computes a local partial where it lives (fused with the map that
 produces it, if any); the partials travel to the owners of the output tiles they
-overlap and are combined there. Only partials cross workers.
+overlap and are combined there. Only partials cross workers. A view's tiles are those
+of its base (:mod:`spartan.frontend.taskgrid`): ``x[1:].sum(axis=0)`` makes a partial
+per base tile, each from its own worker's rows, whatever the view's offset or step.
 
 Partials are combined in an order fixed when the fold is lowered -- a worker's tiles in
 tile order, then the workers' partials in the order of their first tile -- never in the
@@ -26,6 +28,7 @@ from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box
 from spartan.frontend.lowering import Lowering, WholeReads
 from spartan.frontend.map import CHUNK, Kernel, Map
+from spartan.frontend.taskgrid import Grid, input_grid
 from spartan.tiling import Box, Tiling, box_shape
 
 if TYPE_CHECKING:
@@ -203,34 +206,39 @@ class Fold(Expr):
         elif isinstance(child, Map) and ctx.is_fused(child):
             leaves = []
             kernel = Kernel(child.tree(ctx, leaves), child.dtype, child.fully_elementwise(ctx))
-        in_tiling = Tiling(cuts)
+        nw = ctx.backend.nworkers
+        if child.is_view and not piped:
+            # a view's tasks follow its base's tiles (an offset or strided view too):
+            # each reads its own worker's part of the view (spartan.frontend.taskgrid)
+            grid = input_grid(ctx, child)
+        else:
+            grid = Grid.of(Tiling(cuts), in_shape, nw, on=0 if t_in.replicated else None)
         kept = [i for i in range(len(in_shape)) if i not in self.axes]
-        kept_tiling = Tiling(tuple(cuts[i] for i in kept))
+        kept_grid = Grid(tuple(grid.bounds[i] for i in kept), grid.workers)
         tiles = ctx.new_tiles(self)
         if (
             not piped
             and not t_in.replicated
-            and tiles.tiling == kept_tiling
-            and all(cuts[i] == 1 for i in self.axes)
+            and not tiles.tiling.replicated
+            and all(grid.cuts[i] == 1 for i in self.axes)
+            and kept_grid == Grid.of(tiles.tiling, self.shape, nw)
         ):
-            # every tile holds its reduced axes whole: its reduction is an output tile
-            self._lower_local(ctx, in_tiling, leaves, kernel, tiles, kept)
+            # every tile holds its reduced axes whole, where its output tile lives: its
+            # reduction is that output tile
+            self._lower_local(ctx, grid, leaves, kernel, tiles, kept)
             return
         # 1. one partial per (worker, kept tile index): a worker first combines the
         #    partials of its own tiles, so only one partial per output region leaves it.
         #    Tile order throughout (dicts keep it): the order of every combine below is
         #    fixed here, whatever order the partials are made or arrive in
-        nw = ctx.backend.nworkers
-        groups: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
-        for idx in in_tiling.tile_indices():
-            w = 0 if t_in.replicated else in_tiling.worker_of(idx, nw)
-            groups.setdefault((w, tuple(idx[i] for i in kept)), []).append(idx)
+        groups: dict[tuple[int, tuple[int, ...]], list[tuple[tuple[int, ...], Box]]] = {}
+        for idx, box, w in grid.tiles():
+            groups.setdefault((w, tuple(idx[i] for i in kept)), []).append((idx, box))
         partials: dict[tuple[int, ...], list[tuple[int, tuple]]] = {}
         fetched = WholeReads(ctx, self.uid)
         for (w, q), members in groups.items():
             inputs, parts = [], []
-            for idx in members:
-                box = in_tiling.tile_bounds(in_shape, idx)
+            for _, box in members:
                 if piped:
                     inputs += ri.regions(ctx, box[0], w, fetched)
                     parts.append(
@@ -253,8 +261,8 @@ class Fold(Expr):
         # 2. combine on the owners of the output tiles
         for oidx, obox, w in tiles.placements():
             regions, layout = [], []
-            for q, inter in kept_tiling.overlapping(self.shape, obox):
-                qlo = [lo for lo, _ in kept_tiling.tile_bounds(self.shape, q)]
+            for q, inter in kept_grid.overlapping(obox):
+                qlo = [lo for lo, _ in kept_grid.box(q)]
                 src = tuple(slice(lo - p, hi - p) for (lo, hi), p in zip(inter, qlo))
                 whole = tuple(slice(None) for _ in inter)
                 for owner, key in partials[q]:
@@ -334,9 +342,8 @@ class Fold(Expr):
         fetched.release()
         self.data = tiles
 
-    def _lower_local(self, ctx, in_tiling, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001
-        for idx, box in in_tiling.tiles(self.children[0].shape):
-            w = in_tiling.worker_of(idx, ctx.backend.nworkers)
+    def _lower_local(self, ctx, grid, leaves, kernel, tiles, kept) -> None:  # noqa: ANN001
+        for idx, box, w in grid.tiles():
             boxes, task = self._tile_task(kernel, leaves, box, final=True)
             inputs = [ctx.region(leaf, b, w) for leaf, b in zip(leaves, boxes)]
             ctx.backend.submit(w, task, inputs, [tiles.key(tuple(idx[i] for i in kept))])

@@ -2,7 +2,8 @@
 
 Each tile accumulates locally and publishes its last slice; a tile then combines the
 last slices of the tiles before it along the axis (only those slices travel), in axis
-order, so the carries, and the bits, are the same on every run.
+order, so the carries, and the bits, are the same on every run. A view is scanned in
+its base's tiles (:mod:`spartan.frontend.taskgrid`), each on its own worker.
 
 >>> sp.cumsum(sp.arange(5)).to_numpy()     # doctest: +SKIP
 array([ 0,  1,  3,  6, 10])
@@ -20,7 +21,8 @@ from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
 from spartan.frontend.lowering import Lowering, identity
-from spartan.frontend.tiles import Tiles, pieces
+from spartan.frontend.taskgrid import Grid, input_grid
+from spartan.frontend.tiles import Tiles
 from spartan.tiling import Tiling, box_shape
 
 
@@ -61,21 +63,29 @@ class Scan(Expr):
     def lower(self, ctx: Lowering) -> None:
         child = self.children[0]
         t_in = ctx.tiling(child)
-        cuts = (1,) * child.ndim if t_in.replicated else t_in.cuts
-        grid = Tiling(cuts)
         nw = ctx.backend.nworkers
+        # the input's tiles; a view's follow its base's (an offset or strided view too),
+        # so that every local scan reads its own worker's data (spartan.frontend.taskgrid)
+        grid = input_grid(ctx, child)
         local_task = _LocalScan(self.ufunc, self.axis, self.dtype)
         local = {}
-        for idx, box in grid.tiles(self.shape):
-            w = 0 if t_in.replicated else grid.worker_of(idx, nw)
+        for idx, box, w in grid.tiles():
             keys = [(self.uid, "local", idx), (self.uid, "last", idx)]
             ctx.backend.submit(w, local_task, [ctx.region(child, box, w)], keys)
             local[idx] = (keys, w, box)
-        # scanned in the input's grid, then re-tiled if the plan chose another tiling
-        tiles = Tiles(ctx.backend, (self.uid, "grid"), self.shape, self.dtype, grid)
+        planned = ctx.tiling(self)
+        if t_in.replicated and planned.replicated:
+            # one tile on worker 0 stands for the replicated result (nothing re-tiled)
+            tiles = Tiles(ctx.backend, self.uid, self.shape, self.dtype, Tiling(grid.cuts))
+            out_keys = {idx: tiles.key(idx) for idx in local}
+        elif not planned.replicated and grid == Grid.of(planned, self.shape, nw):
+            tiles = ctx.new_tiles(self)  # scanned in the planned tiles themselves
+            out_keys = {idx: tiles.key(idx) for idx in local}
+        else:  # scanned in the grid, then re-tiled below
+            tiles = None
+            out_keys = {idx: (self.uid, "grid", idx) for idx in local}
         offset = _Offset(self.ufunc, self.dtype)
-        for idx, box in grid.tiles(self.shape):
-            keys, w, _ = local[idx]
+        for idx, (keys, w, box) in local.items():
             inputs = [keys[0]]
             for k in range(idx[self.axis]):
                 prev = idx[: self.axis] + (k,) + idx[self.axis + 1 :]
@@ -84,19 +94,23 @@ class Scan(Expr):
                 shape[self.axis] = 1
                 full = tuple(slice(None) for _ in shape)
                 inputs.append(Region(tuple(shape), self.dtype, (Piece(pw, last_key, (), full),)))
-            ctx.backend.submit(w, offset, inputs, [tiles.key(idx)])
+            ctx.backend.submit(w, offset, inputs, [out_keys[idx]])
         ctx.backend.delete([k for keys, _, _ in local.values() for k in keys])
-        planned = ctx.tiling(self)
-        if planned == grid or (planned.replicated and t_in.replicated):
+        if tiles is not None:
             self.data = tiles
             return
         out = ctx.new_tiles(self)
-        for idx, box, w in out.placements():
-            sel = tuple((lo, hi - lo, 1, False) for lo, hi in box)
-            ps = pieces(tiles, sel, None, range(len(box)), w)
-            region = Region(box_shape(box), self.dtype, tuple(ps))
-            ctx.backend.submit(w, identity, [region], [out.key(idx)])
-        self.data = out  # the grid tiles go when ``tiles`` is collected
+        for oidx, obox, w in out.placements():
+            ps = []
+            for idx, inter in grid.overlapping(obox):
+                glo = [lo for lo, _ in grid.box(idx)]
+                src = tuple(slice(lo - g, hi - g) for (lo, hi), g in zip(inter, glo))
+                dst = tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(inter, obox))
+                ps.append(Piece(grid.worker(idx), out_keys[idx], src, dst))
+            region = Region(box_shape(obox), self.dtype, tuple(ps))
+            ctx.backend.submit(w, identity, [region], [out.key(oidx)])
+        ctx.backend.delete(list(out_keys.values()))
+        self.data = out
 
 
 def ufunc_accumulate(

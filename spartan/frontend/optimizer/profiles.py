@@ -11,9 +11,10 @@ How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P
 
 * ``map`` -- a task per output tile on its worker reads each input's broadcast region;
   a duplicated output runs a task per worker reading whole inputs.
-* ``fold(axes)`` -- a task per tile of the input's grid (a view's grid: its induced
-  tiling; a duplicated input: one task on worker 0) reduces its tile; each partial goes
-  to the owners of the output tiles it overlaps.
+* ``fold(axes)`` -- a task per tile of the input's grid (a view's grid: the view cut
+  where its root's tiles end, each task on its root tile's worker; a duplicated input:
+  one task on worker 0) reduces its tile; each partial goes to the owners of the output
+  tiles it overlaps.
 * ``scan(axis)`` -- local scans on the input's grid; each tile receives the last slice
   of every tile before it along ``axis`` held elsewhere; the result is re-tiled to the
   output tiling if that differs.
@@ -56,6 +57,7 @@ from spartan.frontend.optimizer.geometry import (
     strided_read_bytes,
 )
 from spartan.frontend.optimizer.program import Node, Program, axis_groups
+from spartan.frontend.taskgrid import view_grid
 from spartan.tiling import Tiling, candidates, piece_of
 
 DOT_IMPLS = ("rows", "inner")
@@ -354,12 +356,16 @@ def _grid(key: tuple, root_t: Tiling) -> Tiling:
 @lru_cache(maxsize=65536)
 def _task_grid(key: tuple, root_t: Tiling, P: int) -> tuple[Layout, int]:
     """Tasks that run per input tile (fold, scan): their boxes and workers, and the bytes
-    they fetch. A duplicated input is handled by one task on worker 0."""
+    they fetch. A duplicated input is handled by one task on worker 0; a view's tasks
+    follow its root's tiles (:func:`~spartan.frontend.taskgrid.view_grid`) and fetch
+    nothing."""
     shape = key[3]
     if root_t.replicated:
         boxes = np.zeros((1, len(shape), 2), dtype=np.int64)
         boxes[0, :, 1] = shape
         return (boxes, np.zeros(1, dtype=np.int64)), 0
+    if key[2] is not None:  # a view: a task per base tile it reads, on that tile's worker
+        return view_grid(key[2], key[0], root_t, P).layout(), 0
     grid = layout(shape, _grid(key, root_t), P)
     return grid, _read(key, root_t, grid[0], grid[1], P)
 
@@ -398,7 +404,9 @@ def _scan(key: tuple, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P
     shared = np.clip(hi - lo, 0, None).prod(axis=-1)
     remote = workers[:, None] != workers[None, :]
     prefix = int(shared[before & remote].sum())
-    retile = cross_overlap(layout(key[3], out_t, P), (boxes, workers))
+    # (a duplicated input's one scanned tile stands for a duplicated output as it is)
+    both_dup = root_t.replicated and out_t.replicated
+    retile = 0 if both_dup else cross_overlap(layout(key[3], out_t, P), (boxes, workers))
     return read + (prefix + retile) * itemsize
 
 
