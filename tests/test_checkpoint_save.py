@@ -22,6 +22,7 @@ import pytest
 
 import spartan as sp
 from spartan.backend import checkpoint as backend_checkpoint
+from spartan.backend import rerun
 from spartan.backend.checkpoint import MANIFEST
 from spartan.frontend import checkpoint as frontend_checkpoint
 
@@ -331,7 +332,7 @@ def test_workers_lost_in_every_round_fail_the_save_loudly(saved, monkeypatch, lo
         raise ConnectionError("worker gone")
 
     monkeypatch.setattr(local_backend, "results", lost)
-    monkeypatch.setattr(frontend_checkpoint, "lost_worker", lambda error: True)
+    monkeypatch.setattr(rerun, "lost_worker", lambda error: True)
     with pytest.raises(RuntimeError, match="lost 3 times .* not written"):
         sp.save_checkpoint(path, x=sp.ones((8, 6), tiling="row"))
     assert set(os.listdir(path)) == before

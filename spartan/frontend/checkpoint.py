@@ -35,10 +35,10 @@ from spartan.backend.checkpoint import (
     MANIFEST,
     LoadTile,
     SaveTiles,
-    lost_worker,
     read_manifest,
     write_manifest,
 )
+from spartan.backend.rerun import run_on_workers
 from spartan.frontend.array import Array
 from spartan.frontend.evaluate import evaluate
 from spartan.frontend.expr import Expr
@@ -208,49 +208,34 @@ def _write_rounds(
     by_worker: dict[int, list[tuple[Key, str, tuple[int, ...], str]]],
     what: str,
 ) -> dict[str, str]:
-    todo, digests = by_worker, {}
-    for _ in range(SAVE_TRIES):
-        handles = {
-            w: be.submit(
-                w,
-                SaveTiles(directory, [(f, shape, dt) for _, f, shape, dt in items]),
-                [key for key, *_ in items],
-                [],
-                want_result=True,
-            )
-            for w, items in todo.items()
-        }
-        be.wait()  # a lost worker is replaced here, its tiles rebuilt
-        lost = {}
-        for w, handle in handles.items():
-            try:
-                [written] = be.results([handle])
-            except Exception as error:
-                # the save task went with its worker (before or after it wrote): its
-                # tiles, rebuilt on the replacement, are written again
-                if not lost_worker(error):
-                    raise
-                lost[w] = todo[w]
-                continue
-            wanted = [f for _, f, _, _ in todo[w]]
-            if [f for f, _ in written] != wanted:
-                raise RuntimeError(
-                    f"{what}: worker {w} reported {len(written)} tile(s) written to "
-                    f"{directory!r}, not its {len(wanted)}"
-                )
-            digests.update(written)
-        if not lost:
-            return digests
-        log.warning(
-            "spartan: %s: worker(s) %s lost while writing; writing their tiles again",
-            what,
-            sorted(lost),
+    tasks = {
+        w: (
+            w,
+            SaveTiles(directory, [(f, shape, dt) for _, f, shape, dt in items]),
+            [k for k, *_ in items],
         )
-        todo = lost
-    raise RuntimeError(
-        f"{what}: worker(s) {sorted(todo)} were lost {SAVE_TRIES} times while writing their "
-        f"tiles to {directory!r}; the checkpoint was not written"
+        for w, items in by_worker.items()
+    }
+    # a lost worker's save task is sent again: its tiles, rebuilt on the replacement,
+    # are written again
+    results = run_on_workers(
+        be,
+        tasks,
+        what,
+        f"writing their tiles to {directory!r}",
+        "the checkpoint was not written",
+        SAVE_TRIES,
     )
+    digests = {}
+    for w, written in results.items():
+        wanted = [f for _, f, _, _ in by_worker[w]]
+        if [f for f, _ in written] != wanted:
+            raise RuntimeError(
+                f"{what}: worker {w} reported {len(written)} tile(s) written to "
+                f"{directory!r}, not its {len(wanted)}"
+            )
+        digests.update(written)
+    return digests
 
 
 def _manifest(entries: dict[str, dict[str, Any]], when: float | None = None) -> dict[str, Any]:
