@@ -94,6 +94,25 @@ class Tiling:
                 f"unknown tiling kind {kind!r}; expected row, column, block or dup"
             ) from None
 
+    def with_pieces(self, shape: Sequence[int], pieces: int) -> Tiling:
+        """The same axes cut into about ``pieces`` tiles (replicated and single tilings,
+        and grids over other axes than the first two, are kept as they are).
+
+        Tiles go to workers in contiguous runs, so a finer cut along the same axes keeps
+        every element on the same worker (up to rounding) and moves the same bytes.
+
+        >>> Tiling.row((100, 4), 2).with_pieces((100, 4), 8)
+        Tiling(cuts=(8, 1), replicated=False)
+        """
+        if self.replicated or self.ntiles <= 1:
+            return self
+        cut = [i for i, c in enumerate(self.cuts) if c > 1]
+        if len(cut) == 1:
+            return Tiling.along(shape, cut[0], pieces)
+        if cut == [0, 1]:
+            return Tiling.block(shape, pieces)
+        return self
+
     # ---- geometry -----------------------------------------------------------------
     @property
     def ndim(self) -> int:

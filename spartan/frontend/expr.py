@@ -20,7 +20,9 @@ from spartan.tiling import Box, Tiling, box_shape
 
 if TYPE_CHECKING:
     from spartan.frontend.lowering import Lowering
+    from spartan.frontend.optimizer.storage import StorageChunks
     from spartan.frontend.tiles import Tiles
+    from spartan.frontend.viewmap import ViewMap
 
 _uids = itertools.count()
 #: every unevaluated node alive (views included): a bound on the size of any one pending
@@ -96,6 +98,17 @@ class Expr:
         (a new array, data from the driver); None for a node that must be evaluated.
         A small array (``config.local_below_bytes``) made from such a node is held in
         the driver instead of lazily."""
+        return None
+
+    def storage(self, pieces: int) -> StorageChunks | None:
+        """The storage chunks this node is read in (a stored array), else None; its
+        tilings are cut into ``pieces`` tiles."""
+        return None
+
+    def viewed(self, vm: ViewMap) -> Expr | None:
+        """A node equal to the view ``vm`` of this one that reads only what the view
+        sees (a stored array not read yet reads just the chunks the view touches);
+        None where the view must read this node's tiles."""
         return None
 
     def lower(self, ctx: Lowering) -> None:

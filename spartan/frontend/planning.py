@@ -166,7 +166,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     _learn()
     tilings = local_rules(order, nworkers)
     try:
-        program, node_of, inputs = to_program(order)
+        program, node_of, inputs = to_program(order, nworkers)
     except Exception as error:  # noqa: BLE001 -- an optimizer bug must not stop the user's work
         if config.strict_optimizer:
             raise
@@ -194,6 +194,9 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     for e in order:
         if e.tiling_hint is None and e.uid in node_of and not e.is_view:
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
+            storage = plan.program[node_of[e.uid]].params.get("storage")
+            if storage is not None:  # cut where the storage chunks are
+                t = storage.aligned(e.shape, t, nworkers)
             if t.fits(e.shape):
                 tilings[e.uid] = t
     retile = []
@@ -278,24 +281,13 @@ def same_axes(a: Tiling, b: Tiling) -> bool:
 
 
 def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:
-    """The optimizer's choice of axes, cut into the configured number of tiles.
-
-    Tiles go to workers in contiguous runs, so a finer cut along the same axes keeps
-    every element on the same worker (up to rounding) and moves the same bytes. The
-    count depends only on the shape, so arrays of one shape are cut alike.
-    """
-    if t.replicated or t.ntiles <= 1:
-        return t
-    pieces = default_pieces(math.prod(shape) * 8, nworkers)
-    cut = [i for i, c in enumerate(t.cuts) if c > 1]
-    if len(cut) == 1:
-        return Tiling.along(shape, cut[0], pieces)
-    if cut == [0, 1]:
-        return Tiling.block(shape, pieces)
-    return t
+    """The optimizer's choice of axes, cut into the configured number of tiles
+    (:meth:`Tiling.with_pieces`). The count depends only on the shape, so arrays of one
+    shape are cut alike."""
+    return t.with_pieces(shape, default_pieces(math.prod(shape) * 8, nworkers))
 
 
-def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int], list[Expr]]:
+def to_program(order: Sequence[Expr], nworkers: int) -> tuple[Program, dict[int, int], list[Expr]]:
     """The optimizer's view of the pending graph (operator kinds, shapes, axes, views),
     the Expr → node map, and the evaluated inputs (sources with their current tiling,
     which the optimizer may pay to change)."""
@@ -313,11 +305,11 @@ def to_program(order: Sequence[Expr]) -> tuple[Program, dict[int, int], list[Exp
         return ids[e.uid]
 
     for e in order:
-        ids[e.uid] = _add(p, e, node)
+        ids[e.uid] = _add(p, e, node, nworkers)
     return p, ids, inputs
 
 
-def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
+def _add(p: Program, e: Expr, node, nworkers: int) -> int:  # noqa: ANN001
     size = e.dtype.itemsize
     ins = [node(c) for c in e.children]
     if e.tiling_hint is not None and not e.children:
@@ -356,8 +348,10 @@ def _add(p: Program, e: Expr, node) -> int:  # noqa: ANN001
         return p.concatenate(ins, e.axis, name=e.label)
     if isinstance(e, Filter):
         return p.filter(ins[0], ins[1], e.children[0].size // 2, name=e.label)
-    # an operator the optimizer has no profile for: its output tiling is free
-    return p.source(e.shape, size, None, name=e.label)
+    # a new array (or an operator the optimizer has no profile for): its output tiling
+    # is free, but for the storage chunks a stored array is read in
+    pieces = default_pieces(e.size * 8, nworkers)  # (as with_pieces counts)
+    return p.source(e.shape, size, None, name=e.label, storage=e.storage(pieces))
 
 
 def local_rules(order: Sequence[Expr], nworkers: int) -> dict[int, Tiling]:

@@ -48,6 +48,10 @@ def view(base: Expr, vm: ViewMap) -> Expr:
     """``base`` through ``vm``; the identity view is ``base`` itself."""
     if vm.is_identity() and vm.shape == base.shape and not base.is_view:
         return base
+    if not base.is_view:
+        narrowed = base.viewed(vm)
+        if narrowed is not None:
+            return narrowed
     return View(base, vm)
 
 

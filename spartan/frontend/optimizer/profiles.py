@@ -34,7 +34,9 @@ How each operator runs (``P`` workers; tile ``i`` of ``t`` tiles on worker ``i*P
 * ``reshape`` -- a task per output tile reads the input elements with the same C-order
   positions. ``concatenate`` -- a task per output tile reads the inputs it covers.
 * ``source`` -- re-tiling an evaluated array from its tiling to the chosen one; a fresh
-  array is created in the chosen tiling for free.
+  array is created in the chosen tiling for free, but a stored one (Zarr, HDF5) reads
+  whole storage chunks: a chunk split between tiles costs its bytes once more per extra
+  tile that reads it (:mod:`.storage`).
 * ``slice`` / ``transpose`` -- views: no task; readers are costed against the root.
 """
 
@@ -135,7 +137,15 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
     if node.is_view:
         return []
     if op == "source":
-        fixed = node.params["tiling"]
+        fixed, storage = node.params["tiling"], node.params.get("storage")
+        if fixed is None and storage is not None:
+            shape = node.shape
+            return [
+                Term(
+                    (me,),
+                    lambda c: storage.extra_reads(shape, storage.final(shape, c.tiling, P), P),
+                )
+            ]
         if fixed is None:
             return []
         return [Term((me,), lambda c: _retile(node.shape, node.itemsize, fixed, c.tiling, P))]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend.optimizer.storage import StorageChunks
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Tiling
 
@@ -138,16 +139,21 @@ class Program:
         itemsize: int = 8,
         tiling: Tiling | None = None,
         name: str = "",
+        storage: StorageChunks | None = None,
     ) -> int:
         """An array that exists before the program: evaluated with a fixed ``tiling``,
-        or ``None`` for a fresh ``newarray`` the optimizer tiles freely."""
+        or ``None`` for a fresh ``newarray`` the optimizer tiles freely; ``storage``:
+        the chunks a stored array is read in (a tiling that splits them costs the
+        chunks read twice)."""
         shape = _shape(shape)
         _itemsize(itemsize)
         if tiling is not None:
             if not isinstance(tiling, Tiling):
                 raise TypeError(f"tiling must be a Tiling or None, got {type(tiling).__name__}")
             tiling.check(shape)
-        return self._add("source", shape, itemsize, (), name, tiling=tiling)
+        if storage is not None and len(storage.axes) != len(shape):
+            raise ValueError(f"storage chunks of {len(storage.axes)} axes for shape {shape}")
+        return self._add("source", shape, itemsize, (), name, tiling=tiling, storage=storage)
 
     def map(self, *inputs: int, itemsize: int | None = None, name: str = "") -> int:
         """Element-wise over inputs with NumPy broadcasting."""
