@@ -88,6 +88,7 @@ from spartan.frontend.fancy import (
     take,
     take_along_axis,
 )
+from spartan.frontend.hdf5_io import from_hdf5, to_hdf5
 from spartan.frontend.index_tricks import (
     copyto,
     diag_indices,
@@ -268,9 +269,11 @@ from spartan.frontend.statistics import (
     percentile,
     quantile,
 )
+from spartan.frontend.stored import StoreChangedError
 from spartan.frontend.textio import genfromtxt, loadtxt, savetxt
 from spartan.frontend.ufunc_objects import all_ufuncs as _all_ufuncs
 from spartan.frontend.ufunc_objects import frompyfunc
+from spartan.frontend.zarr_io import from_zarr, to_zarr
 
 globals().update(_all_ufuncs())
 

@@ -119,6 +119,9 @@ class Backend(Protocol):
     """What the frontend needs from a set of workers."""
 
     nworkers: int
+    #: whether the workers run in the driver's process (and so see its memory, e.g. an
+    #: in-memory Zarr store)
+    shares_driver_memory: bool
 
     def put(self, key: Key, value: Any, worker: int) -> None:
         """Store ``value`` under ``key`` on ``worker`` (counted as driver bytes)."""

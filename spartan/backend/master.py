@@ -95,6 +95,9 @@ class Master(ABC):
     overrides (:data:`GUARDED`, wrapped by ``__init_subclass__``); an evaluation holds it
     throughout (:meth:`evaluating`)."""
 
+    #: in-process workers see the driver's memory; a subclass in other processes says no
+    shares_driver_memory = True
+
     nworkers: int
     nodes: list[str]
 

@@ -615,6 +615,8 @@ def start_timeout_message(n: int, cpus: float, gpus: float, waited: float) -> st
 class RayBackend(Master):
     """Workers as Ray actors spread over the cluster's nodes."""
 
+    shares_driver_memory = False  # (workers are Ray actors: other processes)
+
     name = "ray"
 
     def __init__(

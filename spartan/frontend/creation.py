@@ -11,12 +11,14 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from spartan.backend import session
 from spartan.backend.device import check_device
 from spartan.frontend.array import Array
 from spartan.frontend.expr import Expr
@@ -504,12 +506,31 @@ def _converted(
         if tiling is not None:
             return out.retile(tiling)  # (a new array: a copy)
         return out.copy() if copy and same else out
+    stored = _stored(obj)
+    if stored is not None:  # read by the workers, not through the driver
+        return _converted(stored, dtype, copy, ndmin, tiling, where)
     if copy is False:
         raise _no_copy(
             where,
             f"a spartan array never shares memory with the {type(obj).__name__} it is made from",
         )
     return with_tiling(FromNumpy(np.array(obj, dtype=dtype, ndmin=ndmin)), tiling)
+
+
+def _stored(obj: Any) -> Array | None:
+    """An HDF5 dataset or Zarr array as a lazy array its workers read (as
+    ``dask.array.from_array`` of one), where every worker can reach it; else None."""
+    h5py, zarr = sys.modules.get("h5py"), sys.modules.get("zarr")
+    if h5py is not None and isinstance(obj, h5py.Dataset) and obj.file.driver != "core":
+        from spartan.frontend.hdf5_io import from_hdf5
+
+        return from_hdf5(obj.file.filename, obj.name)
+    if zarr is not None and isinstance(obj, zarr.Array):
+        from spartan.frontend.zarr_io import from_zarr, in_memory
+
+        if not in_memory(obj.store) or session.current().shares_driver_memory:
+            return from_zarr(obj)
+    return None
 
 
 def asarray(

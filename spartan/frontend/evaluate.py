@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -123,12 +123,19 @@ def _replicated_reads(node: Expr, tilings: dict[int, Tiling], fused: set[int]) -
     return True
 
 
-def evaluate(*exprs: Expr) -> None:
-    """Compute every pending node needed by ``exprs`` and keep the results."""
-    _evaluate_then_fetch(exprs)
+def evaluate(*exprs: Expr, then: Callable[[], None] | None = None) -> None:
+    """Compute every pending node needed by ``exprs`` and keep the results.
+
+    ``then`` submits more tasks that read the results (writing them to files), in the
+    same evaluation: it is called once every node is lowered, before the wait, so its
+    tasks run as the tiles they read are made. It is not called when nothing was
+    pending."""
+    _evaluate_then_fetch(exprs, then=then)
 
 
-def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> list | None:
+def _evaluate_then_fetch(
+    exprs: Sequence[Expr], fetch: Sequence[Expr] = (), then: Callable[[], None] | None = None
+) -> list | None:
     """:func:`evaluate`, then the ``fetch`` arrays (some of ``exprs``) whole on the
     driver, pulled in the evaluation's own wait; None with nothing to evaluate.
 
@@ -155,6 +162,8 @@ def _evaluate_then_fetch(exprs: Sequence[Expr], fetch: Sequence[Expr] = ()) -> l
             backend.flush(regions)
             for node in lowered:
                 node.done()
+            if then is not None:
+                then()
             saving = lowered if periodic.due() else []
             # the graph's last references: its temporaries are freed behind the tasks
             # just sent, while they run, not after the wait (their finalizers queued

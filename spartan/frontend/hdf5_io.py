@@ -1,0 +1,229 @@
+"""HDF5 datasets read and written tile by tile by the workers (h5py: ``pip install
+'spartan[io]'``).
+
+The driver reads only the dataset's metadata; every tile is read by its own worker,
+which opens the file itself (read-only HDF5 files may be opened by many processes).
+HDF5 cannot be written by several processes at once (without MPI), so a write goes
+one worker at a time: each writes the chunks of its own tiles, with the chunks split
+between tiles given wholly to one of them (:func:`spartan.frontend.stored.store`).
+
+>>> sp.to_hdf5("x.h5", "/x", sp.arange(10.0))                 # doctest: +SKIP
+>>> sp.from_hdf5("x.h5", "/x")[2:5].sum()                      # doctest: +SKIP
+9.0
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from spartan.frontend.array import Array
+from spartan.frontend.expr import Expr
+from spartan.frontend.stored import (
+    StoreChangedError,
+    StoredArray,
+    readable_dtype,
+    store,
+    tile_chunks,
+    write_grid,
+)
+from spartan.tiling import Box
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise ModuleNotFoundError(
+            "HDF5 support needs h5py: pip install 'spartan[io]'", name="h5py"
+        ) from None
+    return h5py
+
+
+class Hdf5Storage:
+    """An HDF5 dataset as every worker opens it (see :class:`~spartan.frontend.stored.Storage`)."""
+
+    reader = "from_hdf5"
+    in_memory = False
+
+    def __init__(self, path: str, name: str, dataset: Any) -> None:
+        self.path, self.name = path, name
+        self.where = f"{path} (dataset {name!r})"
+        self.shape = tuple(dataset.shape)
+        self.dtype = readable_dtype(dataset.dtype, self.where)
+        # a contiguous dataset is read element-exact: no unit is read in part
+        self.chunks = tuple(dataset.chunks or (1,) * len(self.shape))
+        self.write_chunks = self.chunks
+        self.fingerprint = {**_fingerprint(dataset), "file": _file_state(path)}
+        _opened.add(self)
+
+    def open(self, mode: str) -> tuple[Any, Any]:
+        """The file and the dataset, checked to be the one the driver opened."""
+        h5py = _h5py()
+        try:
+            # (before opening: opening a file to write marks it)
+            state = _file_state(self.path)
+            f = h5py.File(self.path, mode)
+        except FileNotFoundError:
+            raise StoreChangedError(f"{self.path} is gone since it was opened") from None
+        try:
+            dataset = f[self.name]
+            # (a write's rounds each change the file: the writers check the dataset)
+            now = {
+                **_fingerprint(dataset),
+                "file": state if mode == "r" else self.fingerprint["file"],
+            }
+        except KeyError:
+            f.close()
+            raise StoreChangedError(f"{self.where} is gone since it was opened") from None
+        if now != self.fingerprint:
+            f.close()
+            changed = [k for k in now if now[k] != self.fingerprint[k]]
+            raise StoreChangedError(
+                f"{self.where} changed since it was opened ({', '.join(changed)}); "
+                "open it again with spartan.from_hdf5"
+            )
+        return f, dataset
+
+    def read(self, index: tuple) -> np.ndarray:
+        f, dataset = self.open("r")
+        with f:
+            return np.asarray(dataset[index])
+
+    def write(self, regions: list[tuple[Box, np.ndarray]]) -> int:
+        f, dataset = self.open("r+")
+        with f:
+            for box, block in regions:
+                dataset[tuple(slice(lo, hi) for lo, hi in box)] = block
+        return sum(block.nbytes for _, block in regions)
+
+
+#: the datasets opened in this driver: a write by spartan into their file (another
+#: dataset, or the file's metadata) is no change to them (see :func:`_wrote`)
+_opened: weakref.WeakSet[Hdf5Storage] = weakref.WeakSet()
+
+
+def _file_state(path: str) -> tuple[int, int, int]:
+    """When the file was last written, its size and inode: HDF5 may reuse a deleted
+    dataset's address and space for a new one of the same layout, so only the file
+    tells that a dataset was replaced."""
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _wrote(path: str, name: str) -> None:
+    """spartan wrote dataset ``name`` of ``path``: the other datasets opened from it
+    take the file's new state (the one written is a new dataset: its readers must
+    fail)."""
+    state = _file_state(path)
+    for source in list(_opened):
+        if source.path == path and source.name.strip("/") != name.strip("/"):
+            source.fingerprint["file"] = state
+
+
+def _fingerprint(dataset: Any) -> dict:
+    """What must stay the same between opening and reading: the dataset's layout and
+    the address of its object in the file (a dataset deleted and made again)."""
+    h5py = _h5py()
+    return {
+        "shape": tuple(dataset.shape),
+        "dtype": dataset.dtype.str,
+        "chunks": dataset.chunks,
+        "compression": dataset.compression,
+        "object": h5py.h5o.get_info(dataset.id).addr,
+    }
+
+
+def _dataset(path: str, name: str) -> Hdf5Storage:
+    h5py = _h5py()
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        raise OSError(f"{path} is not an HDF5 file h5py can open ({error})") from None
+    with f:
+        if name not in f:
+            raise KeyError(f"no dataset {name!r} in {path}")
+        obj = f[name]
+        if not isinstance(obj, h5py.Dataset):
+            raise ValueError(f"{name!r} in {path} is an HDF5 group, not a dataset")
+        return Hdf5Storage(path, name, obj)
+
+
+def from_hdf5(path: str | os.PathLike, dataset: str) -> Array:
+    """An HDF5 dataset as a lazy spartan array; each tile is read by its own worker.
+
+    Nothing is read until the array is evaluated, and a slice of it reads only what the
+    slice touches. Every worker must see ``path`` (a shared or local file system).
+
+    >>> x = sp.from_hdf5("data.h5", "/temperature")                # doctest: +SKIP
+    >>> float(x[:, :100].mean())                                   # doctest: +SKIP
+    """
+    return Array(StoredArray(_dataset(os.path.abspath(os.fspath(path)), dataset)))
+
+
+def to_hdf5(
+    filename: str | os.PathLike,
+    *args: Any,
+    chunks: Any = True,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Write arrays as HDF5 datasets, as :func:`dask.array.to_hdf5`:
+    ``to_hdf5(filename, "/x", x)`` or ``to_hdf5(filename, {"/x": x, "/y": y})``.
+
+    ``chunks=True`` chunks each dataset like the array's tiles (each worker writes its
+    own); a tuple sets them; None stores the dataset contiguous. Other ``kwargs`` go to
+    ``h5py.Group.create_dataset`` (``compression``, ``shuffle``...). The file is opened
+    in append mode; an existing dataset is replaced only with ``overwrite=True``
+    (FileExistsError otherwise). Workers write one at a time (HDF5 is written by one
+    process at a time), each its own tiles.
+
+    >>> sp.to_hdf5("out.h5", "/x", sp.ones((1000, 10)), compression="gzip")  # doctest: +SKIP
+    """
+    h5py = _h5py()
+    if len(args) == 1 and isinstance(args[0], Mapping):
+        datasets = dict(args[0])
+    elif len(args) == 2:
+        datasets = {args[0]: args[1]}
+    else:
+        raise TypeError("to_hdf5 takes (filename, '/name', x) or (filename, {'/name': x, ...})")
+    path = os.path.abspath(os.fspath(filename))
+    for name, x in datasets.items():
+        arr = x if isinstance(x, Array) else Array._local(np.asarray(x), None)
+        where = f"{path} (dataset {name!r})"
+        dtype = readable_dtype(arr.dtype, where)
+        if not overwrite and os.path.exists(path):
+            with h5py.File(path, "r") as f:
+                if name in f:
+                    raise FileExistsError(f"{where} exists; pass overwrite=True to replace it")
+
+        def create(expr: Expr | None, name: str = name, arr: Array = arr, dtype=dtype) -> Any:  # noqa: ANN001
+            layout = chunks
+            if chunks is True and expr is not None:
+                layout = tile_chunks(write_grid(expr))
+            elif chunks is False:
+                layout = None
+            if not arr.shape or not arr.size:  # (HDF5 chunks neither)
+                layout = None
+            with h5py.File(path, "a") as f:
+                if name in f:
+                    del f[name]
+                created = f.create_dataset(
+                    name, shape=arr.shape, dtype=dtype, chunks=layout, **kwargs
+                )
+                if expr is None:  # held in the driver: written from here
+                    created[...] = arr._np
+            return _dataset(path, name)  # (its facts as the workers will see them)
+
+        if arr._np is not None:
+            create(None)
+        else:
+            # one writer at a time, after the array is made (it may read this file)
+            store(arr._expr, create, serial=True)
+        _wrote(path, name)
