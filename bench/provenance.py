@@ -46,3 +46,15 @@ def run_header(command: str, extra: str) -> str:
         f"load average {os.getloadavg()[0]:.1f}; HEAD {git_state()}; "
         f"command: `{command.strip()}`; {extra}"
     )
+
+
+def write_report(name: str, title: str, header: str, report: str, notes: str, save: bool) -> Path:
+    """Print ``report`` and ``notes``, and write the results file ``<name>.md`` (title,
+    provenance ``header``, table, notes): into ``bench/results/`` with ``--save``, else
+    into the ignored ``bench/out/``. Returns the path written."""
+    print("\n" + report + "\n" + notes)
+    out = ROOT / "bench" / ("results" if save else "out") / f"{name}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {title}\n\n{header}\n\n{report}\n{notes}", encoding="utf-8")
+    print(f"written to {out.relative_to(ROOT)}")
+    return out

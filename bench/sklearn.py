@@ -54,7 +54,7 @@ ROOT = HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
-from bench.provenance import run_header  # noqa: E402
+from bench.provenance import run_header, write_report  # noqa: E402
 
 COMPONENTS = 8
 
@@ -408,19 +408,14 @@ def main(argv: list[str] | None = None) -> int:
         "spartan runs under `sklearn.config_context(array_api_dispatch=True)`, NumPy under "
         "scikit-learn's defaults. Bytes: spartan's last timed run (`spartan.stats()`).\n"
     )
-    print("\n" + report + "\n" + notes)
-    out = HERE / "results" / "sklearn.md" if args.save else HERE / "out" / "sklearn.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        "# scikit-learn on spartan arrays (issue 36): `bench/sklearn.py`\n\n"
-        + header
-        + "\n\n"
-        + report
-        + "\n"
-        + notes,
-        encoding="utf-8",
+    write_report(
+        "sklearn",
+        "scikit-learn on spartan arrays (issue 36): `bench/sklearn.py`",
+        header,
+        report,
+        notes,
+        args.save,
     )
-    print(f"written to {out.relative_to(ROOT)}")
     return 0
 
 
