@@ -9,6 +9,7 @@ stores changed between opening and reading.
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import shutil
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spartan as sp
-from spartan.frontend.stored import owned_regions
+from spartan.frontend.stored import StoredArray, owned_regions
 from spartan.frontend.taskgrid import Grid
 from spartan.tiling import Tiling
 
@@ -707,3 +708,94 @@ def test_workers_lost_in_every_round_fail_the_write_loudly(local, tmp_path, monk
     monkeypatch.setattr(rerun, "lost_worker", lambda error: True)
     with pytest.raises(RuntimeError, match="lost 3 times while writing .*w.zarr"):
         sp.to_zarr(sp.ones((8, 4), tiling="row") * 2, tmp_path / "w.zarr")
+
+
+# ---- found in review ------------------------------------------------------------------------
+
+
+def test_to_zarr_over_the_array_it_reads_under_another_spelling(on_ray, tmp_path):
+    """The source is made before the replacing array is created (Ray runs reads late)."""
+    a = _values((200, 5))
+    path = tmp_path / "g.zarr"
+    zarr.create_array(path, name="a", shape=a.shape, chunks=(10, 5), dtype=a.dtype)[...] = a
+    sp.to_zarr(sp.from_zarr(path / "a") + 1, path, component="a", overwrite=True)
+    np.testing.assert_array_equal(zarr.open_array(path, path="a", mode="r")[...], a + 1)
+    store = zarr.storage.LocalStore(path)
+    sp.to_zarr(sp.from_zarr(path, component="a") * 2, store, component="a", overwrite=True)
+    np.testing.assert_array_equal(zarr.open_array(path, path="a", mode="r")[...], (a + 1) * 2)
+
+
+def test_asarray_of_a_writable_handle_copies_now_as_numpy(local, tmp_path):
+    a = np.arange(100.0)
+    with h5py.File(tmp_path / "w.h5", "w") as f:
+        f.create_dataset("a", data=a)
+    with h5py.File(tmp_path / "w.h5", "r+") as f:
+        x = sp.asarray(f["a"])
+        f["a"][:10] = 7.0  # after asarray: not seen, as with np.asarray
+        assert float(x.sum()) == a.sum()
+    with h5py.File(tmp_path / "w.h5", "r") as f:  # read-only: read lazily by the workers
+        y = sp.asarray(f["a"])
+        assert isinstance(y._expr, StoredArray)
+    np.testing.assert_array_equal(y.to_numpy()[:10], 7.0)
+    z = zarr.create_array(tmp_path / "z.zarr", shape=(6,), dtype="f8")
+    z[...] = 1.0
+    w = sp.asarray(z)  # opened for writing: a copy now
+    z[...] = 2.0
+    assert float(w.sum()) == 6.0
+    assert isinstance(sp.asarray(zarr.open_array(tmp_path / "z.zarr", mode="r"))._expr, StoredArray)
+
+
+def test_asarray_of_a_dataset_in_a_file_object(local):
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        f.create_dataset("a", data=np.arange(5.0))
+        np.testing.assert_array_equal(sp.asarray(f["a"]).to_numpy(), np.arange(5.0))
+
+
+def test_to_hdf5_makes_every_array_before_writing_any(local, tmp_path):
+    a = _values((6, 4))
+    path = tmp_path / "m.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("a", data=a, chunks=(3, 2))
+    src = sp.from_hdf5(path, "/a")
+    sp.to_hdf5(path, {"/a": src + 1, "/b": src * 2}, overwrite=True)
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["a"][...], a + 1)
+        np.testing.assert_array_equal(f["b"][...], a * 2)
+
+
+def test_bad_write_arguments_fail_before_anything_is_written(local, tmp_path):
+    x = sp.ones((4, 3), tiling="row") * 2
+    with pytest.raises(ValueError, match="positive"):
+        sp.to_zarr(x, tmp_path / "c.zarr", chunks=(0, 3))
+    with pytest.raises(ValueError, match="one per axis"):
+        sp.to_zarr(x, tmp_path / "c.zarr", chunks=(2,))
+    assert not (tmp_path / "c.zarr").exists()
+    with pytest.raises(TypeError, match="dtype"):
+        sp.to_zarr(x, tmp_path / "d.zarr", dtype="f4")
+    zarr.create_group(tmp_path / "g.zarr")
+    with pytest.raises(FileExistsError, match="g.zarr"):
+        sp.to_zarr(x, tmp_path / "g.zarr")
+    (tmp_path / "notes.txt").write_text("not hdf5")
+    with pytest.raises(OSError, match="notes.txt"):
+        sp.to_hdf5(tmp_path / "notes.txt", "x", x)
+    with h5py.File(tmp_path / "h.h5", "w") as f:
+        f.create_group("grp").create_dataset("keep", data=np.arange(3))
+        f.create_dataset("null", shape=None, dtype="f8")
+    with pytest.raises(ValueError, match="group"):
+        sp.to_hdf5(tmp_path / "h.h5", "grp", x, overwrite=True)
+    with h5py.File(tmp_path / "h.h5", "r") as f:
+        assert "keep" in f["grp"]
+    with pytest.raises(ValueError, match="no array"):
+        sp.from_hdf5(tmp_path / "h.h5", "null")
+
+
+def test_a_relative_local_store_is_found_after_the_driver_changes_directory(
+    on_ray, tmp_path, monkeypatch
+):
+    a = _values((8, 3))
+    monkeypatch.chdir(tmp_path)
+    zarr.create_array("rel.zarr", shape=a.shape, chunks=(4, 3), dtype=a.dtype)[...] = a
+    x = sp.from_zarr(zarr.open_array(zarr.storage.LocalStore("rel.zarr"), mode="r"))
+    monkeypatch.chdir("/")
+    np.testing.assert_array_equal(x.to_numpy(), a)

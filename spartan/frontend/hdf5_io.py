@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from spartan.frontend.array import Array
+from spartan.frontend.evaluate import evaluate
 from spartan.frontend.expr import Expr
 from spartan.frontend.stored import (
     StoreChangedError,
@@ -142,17 +143,26 @@ def _dataset(path: str, name: str) -> Hdf5Storage:
     h5py = _h5py()
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    try:
-        f = h5py.File(path, "r")
-    except OSError as error:
-        raise OSError(f"{path} is not an HDF5 file h5py can open ({error})") from None
-    with f:
+    with _open_file(path, "r") as f:
         if name not in f:
             raise KeyError(f"no dataset {name!r} in {path}")
         obj = f[name]
         if not isinstance(obj, h5py.Dataset):
             raise ValueError(f"{name!r} in {path} is an HDF5 group, not a dataset")
+        if obj.shape is None:
+            raise ValueError(f"{name!r} in {path} holds no array (an empty dataspace)")
         return Hdf5Storage(path, name, obj)
+
+
+def _open_file(path: str, mode: str) -> Any:
+    """``h5py.File(path, mode)``; a file h5py cannot open raises OSError naming it."""
+    h5py = _h5py()
+    try:
+        return h5py.File(path, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise OSError(f"{path} is not an HDF5 file h5py can open ({error})") from None
 
 
 def from_hdf5(path: str | os.PathLike, dataset: str) -> Array:
@@ -194,14 +204,23 @@ def to_hdf5(
     else:
         raise TypeError("to_hdf5 takes (filename, '/name', x) or (filename, {'/name': x, ...})")
     path = os.path.abspath(os.fspath(filename))
-    for name, x in datasets.items():
-        arr = x if isinstance(x, Array) else Array._local(np.asarray(x), None)
+    arrays = {
+        name: x if isinstance(x, Array) else Array._local(np.asarray(x), None)
+        for name, x in datasets.items()
+    }
+    for name, arr in arrays.items():
         where = f"{path} (dataset {name!r})"
-        dtype = readable_dtype(arr.dtype, where)
-        if not overwrite and os.path.exists(path):
-            with h5py.File(path, "r") as f:
-                if name in f:
+        readable_dtype(arr.dtype, where)
+        if os.path.exists(path):
+            with _open_file(path, "r") as f:
+                if name in f and not isinstance(f[name], h5py.Dataset):
+                    raise ValueError(f"{path} has a group {name!r}; it is not replaced")
+                if name in f and not overwrite:
                     raise FileExistsError(f"{where} exists; pass overwrite=True to replace it")
+    # every array is made before any is written: one may read a dataset another replaces
+    evaluate(*(arr._expr for arr in arrays.values() if arr._np is None))
+    for name, arr in arrays.items():
+        dtype = readable_dtype(arr.dtype, f"{path} (dataset {name!r})")
 
         def create(expr: Expr | None, name: str = name, arr: Array = arr, dtype=dtype) -> Any:  # noqa: ANN001
             layout = chunks
@@ -211,7 +230,7 @@ def to_hdf5(
                 layout = None
             if not arr.shape or not arr.size:  # (HDF5 chunks neither)
                 layout = None
-            with h5py.File(path, "a") as f:
+            with _open_file(path, "a") as f:
                 if name in f:
                     del f[name]
                 created = f.create_dataset(
@@ -223,7 +242,6 @@ def to_hdf5(
 
         if arr._np is not None:
             create(None)
-        else:
-            # one writer at a time, after the array is made (it may read this file)
+        else:  # one writer at a time
             store(arr._expr, create, serial=True)
         _wrote(path, name)

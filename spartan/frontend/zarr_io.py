@@ -44,11 +44,14 @@ def _zarr() -> Any:
 
 
 def _location(store: Any) -> Any:
-    """A path made absolute (workers may run in another directory); URLs and store
-    objects as they are."""
+    """A path made absolute (workers may run in another directory, and the driver may
+    change its own), also a local store's; URLs and other stores as they are."""
+    zarr = _zarr()
     if isinstance(store, (str, os.PathLike)):
         text = os.fspath(store)
         return text if "://" in text else os.path.abspath(text)
+    if isinstance(store, zarr.storage.LocalStore) and not os.path.isabs(store.root):
+        return zarr.storage.LocalStore(os.path.abspath(store.root), read_only=store.read_only)
     return store
 
 
@@ -103,8 +106,9 @@ class ZarrStorage:
 
 def _fingerprint(array: Any) -> dict:
     """What must stay the same between opening and reading: the array's metadata
-    (attributes aside) and, in a local store, when its metadata was last written (an
-    array replaced by one of the same shape and dtype)."""
+    (its attributes aside) and, in a local store, when the metadata was last written:
+    an array replaced by one of the same shape and dtype (an update of its attributes
+    rewrites the metadata too, and counts as a change)."""
     meta = dict(array.metadata.to_dict())
     meta.pop("attributes", None)
     root = getattr(array.store, "root", None)
@@ -134,7 +138,7 @@ def _open(store: Any, component: str | None, storage_options: dict | None) -> Za
     if isinstance(store, zarr.Array):
         if component is not None or storage_options is not None:
             raise TypeError("component and storage_options go with a path or URL, not a zarr.Array")
-        return ZarrStorage(store.store, store.path, None, store)
+        return ZarrStorage(_location(store.store), store.path, None, store)
     where = _location(store)
     path = component or ""
     try:
@@ -193,9 +197,22 @@ def to_zarr(
     arr = x if isinstance(x, Array) else Array._local(np.asarray(x), None)
     where, path = _location(url), component or ""
     dtype = readable_dtype(arr.dtype, _describe(where, path))
+    taken = sorted({"shape", "dtype", "data", "name", "store"} & kwargs.keys())
+    if taken:
+        raise TypeError(
+            f"to_zarr() takes the array's own {', '.join(taken)}; "
+            "cast or reshape the array instead (e.g. x.astype(...))"
+        )
+    if chunks is not None:
+        chunks = tuple(int(k) for k in chunks)
+        if len(chunks) != arr.ndim or any(k < 1 for k in chunks):
+            raise ValueError(
+                f"chunks {chunks} must be {arr.ndim} positive lengths, one per axis of {arr.shape}"
+            )
     if not overwrite and _exists(where, path, storage_options):
         raise FileExistsError(
-            f"a Zarr array exists at {_describe(where, path)}; pass overwrite=True to replace it"
+            f"a Zarr array or group exists at {_describe(where, path)}; "
+            "pass overwrite=True to replace it"
         )
 
     def create(expr: Expr | None) -> ZarrStorage:
@@ -221,11 +238,13 @@ def to_zarr(
     check_reachable(_describe(where, path), memory)
     expr = arr._expr
     # an array written over one it reads is made first (the old chunks go at creation)
-    reads_target = any(
-        isinstance(e, StoredArray) and e.source.where == _describe(where, path)
+    # replacing an array may delete chunks this expression reads (the same array under
+    # another spelling, or a group holding it): then it is made before the write starts
+    replaces = overwrite and any(
+        isinstance(e, StoredArray) and isinstance(e.source, ZarrStorage)
         for e in pending_order([expr])
     )
-    store(expr, create, after=reads_target)
+    store(expr, create, after=replaces)
 
 
 def _describe(where: Any, path: str) -> str:
@@ -235,9 +254,10 @@ def _describe(where: Any, path: str) -> str:
 
 
 def _exists(where: Any, path: str, storage_options: dict | None) -> bool:
+    """Whether an array or a group is at ``path`` of ``where``."""
     zarr = _zarr()
     try:
-        zarr.open_array(where, mode="r", path=path, storage_options=storage_options)
-    except (FileNotFoundError, zarr.errors.NodeNotFoundError, zarr.errors.NodeTypeValidationError):
+        zarr.open(where, mode="r", path=path, storage_options=storage_options)
+    except (FileNotFoundError, zarr.errors.NodeNotFoundError):
         return False
     return True
