@@ -5,7 +5,8 @@ started once); ``tiling`` runs it under row, column, block and duplicated tiling
 Tiles are tiny (``tiles_per_worker=2``), small arrays are distributed
 (``local_below_bytes=0``: tests of arrays held in the driver set it back) and cut like
 big ones (``replicate_below_bytes=0``; ``SPARTAN_TEST_REPLICATE_BELOW=65536`` runs the suite with
-the default replication instead) so partitioning is really exercised.
+the default replication instead) so partitioning is really exercised. An optimizer
+exception fails the test (``strict_optimizer``) instead of becoming a warning.
 """
 
 from __future__ import annotations
@@ -112,14 +113,19 @@ def local_backend():
 
 @pytest.fixture(autouse=True)
 def _small_tiles():
-    """Tiny tiles, and tiny arrays cut like big ones instead of replicated whole."""
+    """Tiny tiles, tiny arrays cut like big ones instead of replicated whole, and an
+    optimizer exception failing the test (users get a warning and the local tiling
+    rules instead, which would hide an optimizer bug from the suite)."""
     cfg = spartan.config
     old = cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.local_below_bytes
+    strict = cfg.strict_optimizer
     cfg.tiles_per_worker = 2
     cfg.replicate_below_bytes = int(os.environ.get("SPARTAN_TEST_REPLICATE_BELOW", 0))
     cfg.local_below_bytes = 0
+    cfg.strict_optimizer = True
     yield
     cfg.tiles_per_worker, cfg.replicate_below_bytes, cfg.local_below_bytes = old
+    cfg.strict_optimizer = strict
 
 
 @pytest.fixture(params=["local", "ray"])
@@ -153,6 +159,28 @@ def on_ray(ray_backend):
 @pytest.fixture(params=TILINGS)
 def tiling(request):
     return request.param
+
+
+class Gate:
+    """A file a worker's task waits for (``os.path.exists(gate.path)``, polled): the test
+    opens it once it has seen what happens while the task runs, so no sleep has to
+    outlast the test's own steps on a slow machine."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def open(self) -> None:
+        with open(self.path, "a"):
+            pass
+
+
+@pytest.fixture
+def gate(tmp_path):
+    """A closed :class:`Gate`, opened at the end of the test whatever happened (so a
+    failed test leaves no task waiting)."""
+    g = Gate(str(tmp_path / "gate"))
+    yield g
+    g.open()
 
 
 def pytest_runtest_setup(item):

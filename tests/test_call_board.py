@@ -33,12 +33,16 @@ def test_no_board_without_shared_memory(monkeypatch):
     assert CallBoard.make(2) is None
 
 
-def _sleep_then_copy(x):
-    time.sleep(0.3)
+def _copy_when_open(x, gate):
+    """A copy made once the test opens ``gate`` (a file; 60 s at most): the worker is
+    busy until then, however slow the machine."""
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.001)  # (polling the condition, not a guess at how long it takes)
     return np.array(x)
 
 
-def test_the_driver_sees_a_worker_idle_by_its_count_without_asking_ray(ray_backend):
+def test_the_driver_sees_a_worker_idle_by_its_count_without_asking_ray(ray_backend, gate):
     pytest.importorskip("ray")
     be = ray_backend
     be.wait()
@@ -46,9 +50,11 @@ def test_the_driver_sees_a_worker_idle_by_its_count_without_asking_ray(ray_backe
     assert [be._board.finished(w) for w in range(be.nworkers)] == be._calls
     be.put(("board", "x"), np.arange(3.0), 0)
     be.wait()
-    be.submit(0, _sleep_then_copy, [("board", "x")], [("board", "y")])
+    path = gate.path  # (a str: the Gate's class is the conftest's, which workers lack)
+    be.submit(0, lambda x: _copy_when_open(x, path), [("board", "x")], [("board", "y")])
     be.flush()
     assert be._busy(0) and not be._busy(1)
+    gate.open()
     deadline = time.monotonic() + 10
     while be._busy(0):  # no Ray call made meanwhile: the worker's count says it
         assert time.monotonic() < deadline

@@ -163,7 +163,8 @@ def test_workers_on_every_node_and_bytes_between_nodes(cluster):
 def test_example_runs_unchanged_under_ray_job_submit(cluster):
     env, _, dash = cluster
     submit = [RAY, "job", "submit", f"--address=http://127.0.0.1:{dash}", "--working-dir", "."]
-    example = ["python", "examples/kmeans.py", "--n", "20000", "--iters", "2"]
+    # the interpreter under test (a bare "python" is whichever is first on PATH)
+    example = [sys.executable, "examples/kmeans.py", "--n", "20000", "--iters", "2"]
     for _attempt in range(15):  # the job agent may still be starting on a busy machine
         out = subprocess.run(
             [*submit, "--", *example],

@@ -1,9 +1,12 @@
 """Every example's ``--check``: the same program on spartan (in-process workers, tiny
-tiles) and on NumPy gives the same results."""
+tiles) and on NumPy gives the same results. The examples are found in ``examples/`` (each
+that runs through the harness), so a new one is checked without being listed here."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +17,6 @@ from hypothesis import strategies as st
 
 import spartan
 from spartan.backend import session
-from spartan.backend.local import LocalBackend
 from spartan.config import Config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -22,33 +24,15 @@ sys.path.insert(0, str(EXAMPLES))
 
 harness = importlib.import_module("harness")
 
-#: example -> the spartan.linalg functions it calls
-NEEDS_LINALG = {
-    "linear_regression": ["solve"],
-    "als": ["solve"],
-    "ssvd": ["qr", "svd"],
-    "pca": ["eigh"],
-    "cholesky": ["cholesky", "solve"],
-}
-#: examples that solve one small system per row (``solve`` of a stack of matrices)
-BATCHED_SOLVE = {"als"}
-APPLICATIONS = [
-    "kmeans",
-    "logistic_regression",
-    "linear_regression",
-    "fuzzy_kmeans",
-    "als",
-    "ssvd",
-    "pca",
-    "conjugate_gradient",
-    "cholesky",
-    "pagerank",
-    "naive_bayes",
-    "linear_svm",
-    "black_scholes",
-    "monte_carlo_option",
-    "stencil",
-]
+#: the examples with a ``--check``: those that run through the harness
+APPLICATIONS = sorted(
+    p.stem for p in EXAMPLES.glob("*.py") if p.stem != "harness" and "run_example(" in p.read_text()
+)
+
+
+def test_the_array_examples_are_found():
+    assert {"kmeans", "pagerank", "ssvd", "stencil"} <= set(APPLICATIONS)
+    assert len(APPLICATIONS) >= 15
 
 
 @pytest.fixture
@@ -61,40 +45,31 @@ def own_backend():
     session.use(previous)
 
 
-def _missing_linalg(name: str) -> list[str]:
-    linalg = importlib.import_module("spartan.linalg")
-    missing = [f for f in NEEDS_LINALG.get(name, []) if not hasattr(linalg, f)]
-    if name in BATCHED_SOLVE and not missing and not _solves_stacks(linalg):
-        missing.append("solve of stacked matrices")
-    return missing
-
-
-def _solves_stacks(linalg) -> bool:
-    previous = session._current
-    session.use(LocalBackend(1))
-    try:
-        stack = numpy.broadcast_to(numpy.eye(2), (3, 2, 2))
-        linalg.solve(spartan.asarray(stack), spartan.asarray(numpy.ones((3, 2, 1))))
-        return True
-    except numpy.linalg.LinAlgError:
-        return False
-    finally:
-        session.use(previous)
-
-
 @pytest.mark.parametrize("replicate", [0, Config().replicate_below_bytes])
 @pytest.mark.parametrize("name", APPLICATIONS)
 def test_example_check_agrees_with_numpy(name, replicate, own_backend, capsys):
     """Under the test-suite's tiny tiles, and with small arrays replicated as users get."""
-    missing = _missing_linalg(name)
-    if missing:
-        pytest.skip(f"spartan.linalg lacks {missing} (requested in notes/api_requests.md)")
     spartan.config.replicate_below_bytes = replicate
     example = importlib.import_module(name)
     status = example.main(["--check", "--backend", "local", "--workers", "2"])
     out = capsys.readouterr().out
     assert status == 0, out
     assert "results agree" in out
+
+
+def test_an_example_checks_from_the_command_line():
+    """As the README runs them: ``python examples/NAME.py --check`` (local workers here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARTAN_")}
+    env["SPARTAN_STRICT_OPTIMIZER"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "kmeans.py"), "--check", "--backend", "local"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "results agree" in done.stdout
 
 
 @settings(

@@ -3,6 +3,7 @@ whole, the next operation runs at once, and the user sees a one-line note."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -148,7 +149,16 @@ def _slow_add(a):
     return a + 1
 
 
-def test_cancel_skips_what_was_sent_and_remakes_it_when_read(ray_backend):
+def _add_when_open(a, gate):
+    """``a + 1`` once the test opens ``gate`` (a file; 60 s at most): the tasks queued
+    behind it are still waiting when the test cancels, however slow the machine."""
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.001)  # (polling the condition, not a guess at how long it takes)
+    return a + 1
+
+
+def test_cancel_skips_what_was_sent_and_remakes_it_when_read(ray_backend, gate, monkeypatch):
     """Tasks queued at the workers are skipped; their blocks, and those of tasks that
     read them (another worker's included), are made again before a fetch or a task
     reads them, with the right values."""
@@ -156,16 +166,21 @@ def test_cancel_skips_what_was_sent_and_remakes_it_when_read(ray_backend):
     be.put(("cancel", "x", 0), np.arange(4.0), 0)
     be.put(("cancel", "x", 1), np.arange(4.0) * 10, 1)
     keys = []
+    first = functools.partial(_add_when_open, gate=gate.path)  # each worker busy with it
     for w in (0, 1):
         prev = ("cancel", "x", w)
         for i in range(8):
             key = ("cancel", w, i)
-            be.submit(w, _slow_add, [prev], [key])
+            be.submit(w, first if i == 0 else _slow_add, [prev], [key])
             keys.append(key)
             prev = key
     be.submit(1, _slow_add, [("cancel", 0, 7)], [("cancel", "read")])  # worker 0's block
     be.flush()
-    assert be.cancel() > 0
+    # the workers are told to stop before their first tasks may end: the rest is skipped
+    drain = be._drain
+    monkeypatch.setattr(be, "_drain", lambda: (gate.open(), drain())[1])
+    assert be.cancel() >= 2 * 7 + 1
+    monkeypatch.undo()
     assert be._unmade
     np.testing.assert_array_equal(be.fetch(("cancel", "read")), np.arange(4.0) + 9)
     be.submit(0, _slow_add, [("cancel", 1, 7)], [("cancel", "after")])

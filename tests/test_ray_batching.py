@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
@@ -12,8 +13,13 @@ import pytest
 pytest.importorskip("ray")
 
 
-def _slow_copy(x):
-    time.sleep(0.5)
+def _copy_when_open(x, gate):
+    """A copy made once the test opens ``gate`` (a file): the worker is busy until then,
+    however slow the machine (no time window to hit). After 60 s it copies anyway, so a
+    test that fails before opening it leaves no worker stuck."""
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.001)  # (polling the condition, not a guess at how long it takes)
     return x.copy()
 
 
@@ -35,13 +41,18 @@ class _Unloadable:
         raise RuntimeError("cannot load on this worker")
 
 
-def _busy(be, tag, value):
-    """Worker 0 holds ``(tag, "x") = value`` and is busy copying it to ``(tag, "slow")``."""
+def _busy(be, tag, value, gate):
+    """Worker 0 holds ``(tag, "x") = value`` and is busy copying it to ``(tag, "slow")``
+    until ``gate.open()``."""
     gc.collect()  # earlier tests' garbage: its deletes are not held by this test
     be.put((tag, "x"), value, 0)
     be.wait()  # the worker is idle: the slow task goes out at once
-    be.submit(0, _slow_copy, [(tag, "x")], [(tag, "slow")])
+    be.submit(0, _gated(gate), [(tag, "x")], [(tag, "slow")])
     be.flush()
+
+
+def _gated(gate):
+    return functools.partial(_copy_when_open, gate=gate.path)
 
 
 def _chain(be, start, n, tag):
@@ -55,23 +66,26 @@ def _chain(be, start, n, tag):
     return prev
 
 
-def test_local_tasks_behind_a_busy_worker_are_held_then_run_in_order(ray_backend):
+def test_local_tasks_behind_a_busy_worker_are_held_then_run_in_order(ray_backend, gate):
     be = ray_backend
-    _busy(be, "hold", np.arange(4.0))
+    _busy(be, "hold", np.arange(4.0), gate)
     last = _chain(be, ("hold", "slow"), 5, "hold")
     assert len(be._held.get(0, [])) == 5  # the worker is busy: nothing sent yet
+    gate.open()
     be.wait()
     assert not be._held
     np.testing.assert_array_equal(be.fetch(last), np.arange(4.0) + 5)
     be.delete([("hold", "x"), ("hold", "slow")] + [("hold", i) for i in range(5)])
 
 
-def test_delete_held_behind_its_readers(ray_backend):
+def test_delete_held_behind_its_readers(ray_backend, gate):
     be = ray_backend
-    _busy(be, "del", np.ones(3))
+    _busy(be, "del", np.ones(3), gate)
     be.submit(0, _add_one, [("del", "slow")], [("del", "y")])
     be.flush()
     be.delete([("del", "slow")])  # must run after the reader it follows
+    assert be._held.get(0)  # the worker is busy: the reader and the delete wait
+    gate.open()
     be.wait()
     np.testing.assert_array_equal(be.fetch(("del", "y")), np.full(3, 2.0))
     be.delete([("del", "x"), ("del", "y")])
@@ -93,13 +107,14 @@ def test_a_delete_does_not_hold_the_tasks_after_it(ray_backend):
     be.delete([("after_del", "x"), ("after_del", "y")])
 
 
-def test_failure_inside_a_held_batch_is_the_users_error(ray_backend):
+def test_failure_inside_a_held_batch_is_the_users_error(ray_backend, gate):
     be = ray_backend
-    _busy(be, "fail", np.zeros(2))
+    _busy(be, "fail", np.zeros(2), gate)
     be.submit(0, _fail, [("fail", "slow")], [("fail", "bad")])
     be.submit(0, _add_one, [("fail", "bad")], [("fail", "after")])
     be.flush()
     assert len(be._held.get(0, [])) == 2
+    gate.open()
     with pytest.raises(ValueError, match="bad block"):
         be.wait()
     # the worker goes on: a later chain runs normally
@@ -111,15 +126,16 @@ def test_failure_inside_a_held_batch_is_the_users_error(ray_backend):
     )
 
 
-def test_unloadable_function_fails_only_its_own_task(ray_backend):
+def test_unloadable_function_fails_only_its_own_task(ray_backend, gate):
     be = ray_backend
-    _busy(be, "load", np.zeros(2))
+    _busy(be, "load", np.zeros(2), gate)
     bad = _Unloadable()
     bad.field = 1  # (a state to restore, so __setstate__ runs)
     be.submit(0, bad, [("load", "x")], [("load", "bad")])
     be.submit(0, _add_one, [("load", "x")], [("load", "ok")])  # independent of it
     be.flush()
     assert len(be._held.get(0, [])) == 2
+    gate.open()
     with pytest.raises(RuntimeError, match="cannot load"):
         be.wait()
     np.testing.assert_array_equal(be.fetch(("load", "ok")), np.ones(2))
@@ -335,14 +351,15 @@ def test_a_host_without_shared_memory_fetches_through_the_object_store(
 
 
 @pytest.mark.parametrize("n", [10, 300_000])  # a letter; a whole block sent apart (2.4 MB)
-def test_a_post_joins_the_owners_held_tasks(ray_backend, actor_calls, n):
+def test_a_post_joins_the_owners_held_tasks(ray_backend, actor_calls, n, gate):
     """A piece another worker reads from a block made by held tasks is posted by the
     call that sends them, as its last step; a big one comes back as its second return."""
     be = ray_backend
-    _busy(be, ("post", n), np.arange(float(n)))
+    _busy(be, ("post", n), np.arange(float(n)), gate)
     last = _chain(be, (("post", n), "slow"), 2, ("post", n))
     be.submit(1, _add_one, [last], [(("post", n), "read")])  # whole block: size unknown
     be.flush()
+    gate.open()
     be.wait()
     assert [m for w, m in actor_calls if w == 0] == ["put", "run_task", "run_batch"]
     np.testing.assert_array_equal(be.fetch((("post", n), "read")), np.arange(float(n)) + 3)
@@ -387,20 +404,21 @@ def _region_of(worker, key, stop):
     return Region((stop,), np.dtype(float), (Piece(worker, key, (slice(0, stop),), ()),))
 
 
-def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, actor_calls):
+def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, actor_calls, gate):
     """While its owner is busy, the post of a piece whose size the driver knows is held
     with the owner's tasks before and after it (one call for many iterations of a
     solver); the reader, held too, is sent with it. Both see the right blocks."""
     be = ray_backend
-    _busy(be, "hpost", np.arange(4.0))
+    _busy(be, "hpost", np.arange(4.0), gate)
     be.put(("hpost", "y"), np.zeros(4), 1)  # worker 1 busy too: its reader is held
-    be.submit(1, _slow_copy, [("hpost", "y")], [("hpost", "slow1")])
+    be.submit(1, _gated(gate), [("hpost", "y")], [("hpost", "slow1")])
     be.flush()
     first = _chain(be, ("hpost", "slow"), 1, "hpost")
     be.submit(1, _add_one, [_region_of(0, first, 4)], [("hpost", "read")])
     after = _chain(be, first, 1, ("hpost", "after"))  # worker 0's next task
     be.flush()
     assert [type(item).__name__ for item in be._held[0]] == ["Record", "Post", "Record"]
+    gate.open()
     be.wait()
     calls = [m for w, m in actor_calls if w == 0]
     assert calls.count("post") == 0 and calls[-1] == "run_batch"
@@ -409,16 +427,17 @@ def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, acto
     be.delete([("hpost", k) for k in ("x", "slow", "y", "slow1", "read", 0)] + [after])
 
 
-def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_calls):
+def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_calls, gate):
     """A reader on an idle worker goes out at once: the held post it reads, and the
     owner's tasks before it, go with it (it must not wait for the driver)."""
     be = ray_backend
-    _busy(be, "rpost", np.arange(4.0))
+    _busy(be, "rpost", np.arange(4.0), gate)
     first = _chain(be, ("rpost", "slow"), 1, "rpost")
     be.submit(1, _add_one, [_region_of(0, first, 4)], [("rpost", "read")])
     be.flush()
     assert not be._held.get(0) and not be._held_posts
     assert [m for w, m in actor_calls if w == 0][-1] == "run_batch"
+    gate.open()
     be.wait()
     np.testing.assert_array_equal(be.fetch(("rpost", "read")), np.arange(4.0) + 2)
     be.delete([("rpost", k) for k in ("x", "slow", 0, "read")])
@@ -503,7 +522,7 @@ def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backe
 
 
 def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
-    ray_backend, actor_calls, monkeypatch
+    ray_backend, actor_calls, monkeypatch, gate
 ):
     """``flush(fetch)``: the queued tasks making the pieces of the region the next wait
     lands write them into the zone as they finish, a busy worker's held batch too;
@@ -513,7 +532,7 @@ def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
 
     be = ray_backend
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
-    _busy(be, "land", np.arange(4.0))  # worker 0 holds the tasks below, sent as a batch
+    _busy(be, "land", np.arange(4.0), gate)  # worker 0 holds the tasks below, sent as a batch
     be.submit(0, _add_one, [("land", "slow")], [("land", "a0")])
     be.submit(0, _add_one, [("land", "a0")], [("land", "a")])
     be.put(("land", "x1"), np.arange(4.0, 8.0), 1)
@@ -528,6 +547,8 @@ def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
         ),
     )
     be.flush([region])
+    assert be._held.get(0)  # the worker is busy: its tasks wait
+    gate.open()
     (got,) = be.wait([region])
     np.testing.assert_array_equal(got, np.arange(8.0) + np.array([2.0] * 4 + [1.0] * 4))
     # landed, not fetched through the object store, and by no call of its own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -20,21 +21,21 @@ def _slow_double(t):
     return t * 2
 
 
-def _stops_once_in_the_middle(t, where):
-    """Doubles ``t``; the first call anywhere says its process id in ``where``.pid and
-    waits for that process to be killed (a rerun after the kill just doubles)."""
+def _stops_once_in_the_middle(t, where, scale=2):
+    """``t * scale``; the first call anywhere says its process id in ``where``.pid and
+    waits for that process to be killed (a rerun after the kill just scales)."""
     import time
 
     marker = where + ".started"
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
     except FileExistsError:
-        return t * 2
+        return t * scale
     with open(where + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.replace(where + ".tmp", where + ".pid")
     time.sleep(60)  # (the test kills this process long before)
-    return t * 2
+    return t * scale
 
 
 def _pid_said(where):
@@ -65,15 +66,10 @@ def test_worker_killed_mid_computation_is_recovered(ray_backend, tmp_path):
     assert [ray_backend._board.finished(w) for w in (0, 1)] == ray_backend._calls
 
 
-def _slow_copy(x):
-    import time
-
-    time.sleep(1.0)
-    return np.array(x)
-
-
 @pytest.mark.parametrize("keep_read", [True, False])
-def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(ray_backend, keep_read):
+def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(
+    ray_backend, keep_read, tmp_path
+):
     """Worker 1 waits for a piece worker 0 is still making when worker 0 dies: the
     wait ends (no hang), and the piece is made again and read, and so is what worker 1
     made from it (also when the block read was deleted meanwhile)."""
@@ -83,15 +79,17 @@ def test_a_reader_waiting_for_a_letter_from_a_killed_worker_is_recovered(ray_bac
     x = np.arange(12.0)
     be.put(("lt", "x"), x, 0)
     be.wait()
-    pid = be._get([be.actors[0].pid.remote()])[0]
-    be.submit(0, _slow_copy, [("lt", "x")], [("lt", "made")])
+    where = str(tmp_path / "task")
+    making = functools.partial(_stops_once_in_the_middle, where=where, scale=1)  # a copy
+    be.submit(0, making, [("lt", "x")], [("lt", "made")])
     region = Region((12,), np.dtype(float), (Piece(0, ("lt", "made"), (slice(0, 12),), ()),))
     be.submit(1, np.negative, [region], [("lt", "got")])
     be.submit(1, np.negative, [("lt", "got")], [("lt", "after")])  # fails with the reader
     if not keep_read:
         be.delete([("lt", "got")])
     before = be.recoveries
-    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    # worker 0 is killed in the middle of making the piece
+    threading.Thread(target=lambda: os.kill(_pid_said(where), signal.SIGKILL)).start()
     be.wait()
     assert be.recoveries == before + 1
     if keep_read:
@@ -234,19 +232,20 @@ def test_a_log_that_copies_cannot_cut_is_pruned_when_it_doubles(ray_backend, mon
     np.testing.assert_array_equal(y.to_numpy(), np.arange(12.0) + 1)
 
 
-def test_recovery_skips_outputs_deleted_while_pending(ray_backend):
+def test_recovery_skips_outputs_deleted_while_pending(ray_backend, tmp_path):
     """A pending task on a worker that dies, whose output was already deleted (and its
     lineage pruned): nothing to rebuild for it, and the wait completes."""
     be = ray_backend
     be.put(("pend", "a"), np.arange(4.0), 1)
     be.put(("pend", "p"), np.arange(4.0), 0)
     be.wait()
-    pid = be._get([be.actors[1].pid.remote()])[0]
-    be.submit(1, _slow_double, [("pend", "a")], [("pend", "k")])
+    where = str(tmp_path / "task")
+    pending = functools.partial(_stops_once_in_the_middle, where=where)
+    be.submit(1, pending, [("pend", "a")], [("pend", "k")])
     be.flush()
     be.delete([("pend", "k")])
     be.delete([("pend", "p")])  # deleting a put's block prunes the log
-    os.kill(pid, signal.SIGKILL)
+    os.kill(_pid_said(where), signal.SIGKILL)  # in the middle of the task
     be.wait()
     np.testing.assert_array_equal(be.fetch(("pend", "a")), np.arange(4.0))
     be.delete([("pend", "a")])
