@@ -2,7 +2,7 @@
 namespace, ``xp.lib.stride_tricks.sliding_window_view`` (xarray's rolling windows).
 
 >>> import spartan as sp
->>> sp.lib.stride_tricks.sliding_window_view(sp.arange(4), 2).shape   # doctest: +SKIP
+>>> sp.lib.stride_tricks.sliding_window_view(sp.arange(4), 2).shape
 (3, 2)
 """
 

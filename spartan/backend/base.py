@@ -6,7 +6,7 @@ whole stored object (:class:`Key`) or a :class:`Region` assembled from pieces of
 held anywhere. Pieces held by another worker are fetched straight from that worker
 (never through the driver) and their bytes are counted.
 
->>> be = spartan.backend.current()              # doctest: +SKIP
+>>> be = spartan.backend.current()
 >>> be.put(("a", 0), np.arange(4), worker=0)
 >>> be.submit(1, np.negative, [("a", 0)], [("b", 0)])
 >>> be.fetch(("b", 0))            # worker found from where the key was stored
@@ -92,7 +92,7 @@ class WorkerLostError(RuntimeError):
     lost last.
 
     >>> try:
-    ...     spartan.map(lambda t: os._exit(1), x).to_numpy()   # doctest: +SKIP
+    ...     spartan.map(lambda t: os._exit(1), x).to_numpy()   # ends a process  # doctest: +SKIP
     ... except spartan.WorkerLostError as e:
     ...     print(e)
     worker 1 died while running spartan.map(<lambda>) on output tile (0, 0) ...

@@ -95,7 +95,7 @@ from spartan.backend import session_files, shared_output
 log = logging.getLogger("spartan")
 
 #: pieces up to this size go in letters; bigger ones apart (through the object store,
-#: 32 MB pieces of a transpose or a re-tiling took 10-30% longer as letters)
+#: which moves pieces of many MB faster than a letter's write and checked read)
 MAX_BYTES = 1 << 20
 #: while waiting, how often the reader checks that the writer's process still lives
 CHECK_WRITER_S = 1.0

@@ -9,7 +9,7 @@ them again costs a host fault per page: measured here, a fresh 288 MB array took
 few sizes all the time, so it keeps freed memory in its heap for the next ones.
 
 >>> from spartan.backend.heap import keep_freed_memory
->>> keep_freed_memory(1 << 30)  # doctest: +SKIP
+>>> keep_freed_memory(1 << 30)  # changes this process's malloc  # doctest: +SKIP
 True
 """
 

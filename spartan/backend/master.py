@@ -229,7 +229,9 @@ class Master(ABC):
         calls: it may run in any thread, at any allocation, even inside this backend's
         walk over its maps, where a delete would change them under it; it never waits.
 
-        >>> be.delete_later([("a", 0)])   # from a weakref finalizer  # doctest: +SKIP
+        >>> be = spartan.backend.current()
+        >>> be.put(("a", 0), np.arange(4), worker=0)
+        >>> be.delete_later([("a", 0)])   # as a weakref finalizer would
         """
         _freed.append((self, list(keys)))
         _free_if_idle()
@@ -241,9 +243,12 @@ class Master(ABC):
         (:meth:`batching_deletes`). Blocks the garbage collector freed meanwhile are
         deleted at its start and end; call :func:`free_queued` at other safe points.
 
-        >>> with be.evaluating():             # doctest: +SKIP
+        >>> be = spartan.backend.current()
+        >>> be.put(("a", 0), np.arange(4), worker=0)
+        >>> with be.evaluating():
         ...     be.submit(0, np.negative, [("a", 0)], [("b", 0)])
-        ...     be.wait()
+        ...     be.wait()                 # the regions it fetched: none
+        []
         """
         with LOCK, self.batching_deletes():
             free_queued()

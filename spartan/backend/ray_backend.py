@@ -1143,7 +1143,8 @@ class RayBackend(Master):
                 out = []
                 for i, (region, cs) in enumerate(zip(fetch, calls)):
                     if i == big and landing is not None:
-                        out.append(self._landing.read(region.shape, np.dtype(region.dtype)))
+                        lend = config.landing_zone_lends
+                        out.append(self._landing.read(region.shape, np.dtype(region.dtype), lend))
                     else:
                         out.append(self._assembled(region, values[at : at + len(cs)]))
                     at += len(cs)
@@ -1938,16 +1939,17 @@ class RayBackend(Master):
 
 def worker_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment variables a worker starts with, given the driver's ``environ``:
-    its big copies streamed (:mod:`~spartan.backend.streaming_copies`), and its
-    niceness raised by ``config.worker_niceness`` above Ray's own processes', where Ray
-    would raise it by 15 (unless ``environ`` sets ``RAY_worker_niceness`` itself).
+    none by default. Opted into (docs/tuning.md): big copies streamed past the cache
+    (``config.worker_streaming_copy_bytes``, :mod:`~spartan.backend.streaming_copies`;
+    a ``GLIBC_TUNABLES`` in ``environ`` that sets the threshold wins), and the workers'
+    niceness (``config.worker_niceness``) in place of Ray's 15, unless ``environ`` sets
+    ``RAY_worker_niceness`` itself.
 
     At niceness 15 a worker weighs 36 against 1024 for any thread at 0 (the driver's,
-    Ray's own processes'), which then takes its core almost whole while it runs: Ray
-    actors streaming 1 GB through a product were preempted 17-21 times where plain
-    processes at 0 were 0-2; in two runs each,
-    a re-tiling took 0.088 / 0.076 s against 0.078 / 0.074 s at 0, GEMV 0.093 / 0.092 s
-    against 0.089 / 0.090 s.
+    Ray's own processes'), which then takes the worker's core almost whole while it runs.
+
+    >>> worker_env({})
+    {}
     """
     env = {}
     copies = config.worker_streaming_copy_bytes

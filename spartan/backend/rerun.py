@@ -5,7 +5,15 @@ something with the blocks they hold and report back. A worker lost meanwhile is 
 at the wait and its blocks rebuilt from their lineage when read, so the task can simply
 be sent again; it must be safe to run twice (each writes whole files or chunks).
 
->>> run_on_workers(be, {"a": (0, fn, [k0]), "b": (1, fn, [k1])}, "save", "writing", "not saved")  # doctest: +SKIP
+>>> be = spartan.backend.current()
+>>> be.put(("a", 0), np.zeros(4), worker=0)
+>>> be.put(("b", 0), np.zeros(3), worker=1)
+>>> def nbytes(block):
+...     return (block.nbytes,)
+>>> with be.evaluating():
+...     run_on_workers(be, {"a": (0, nbytes, [("a", 0)]), "b": (1, nbytes, [("b", 0)])},
+...                    "measure", "measuring", "not measured")
+{'a': 32, 'b': 24}
 """
 
 from __future__ import annotations

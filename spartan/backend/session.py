@@ -41,7 +41,11 @@ def _resolve(
     ray_options: dict[str, Any],
     cpus_per_worker: float = 1.0,
 ) -> dict[str, Any]:
-    """The arguments of a start, defaults and environment applied (and checked)."""
+    """The arguments of a start, defaults and environment applied (and checked); the
+    settings not set in code are read from the environment again (``SPARTAN_*``)."""
+    from spartan.config import config
+
+    config.load_env()
     if not cpus_per_worker >= 0:
         raise ValueError(f"cpus_per_worker must be >= 0, got {cpus_per_worker!r}")
     backend = backend or os.environ.get("SPARTAN_BACKEND", "ray")
@@ -313,7 +317,8 @@ def init(
     network address warns (:class:`InsecureClusterWarning`).
     ``device="gpu"`` keeps tiles in CuPy device memory, one GPU (or
     ``gpus_per_worker`` of one) per worker; ``"auto"`` picks GPUs when there are any.
-    ``SPARTAN_BACKEND``, ``SPARTAN_NUM_WORKERS`` and ``SPARTAN_DEVICE`` set the defaults.
+    ``SPARTAN_BACKEND``, ``SPARTAN_NUM_WORKERS`` and ``SPARTAN_DEVICE`` set the defaults;
+    the ``SPARTAN_<NAME>`` variables of :mod:`spartan.config`'s settings are read again.
     A start under way in the background (:func:`start_in_background`) is waited for:
     its backend is kept when these arguments ask for the same one, else replaced.
 

@@ -1,14 +1,14 @@
 """A landing zone in shared memory for results the driver fetches from its own host.
 
 Through Ray's object store a tile is copied into a new store object and then out of it
-into the driver's result. On a VM that hands freed pages back to the host, the store's
-fresh pages cost a host fault each: fetching ``X @ w`` (64 MB from 2 workers) took
-about 65 ms after the product. Here the driver keeps one shared-memory file whose pages
-stay resident; the workers on its host write their pieces into it in parallel (into a
-mapping they keep), and the driver returns the zone's memory as the result, lent to
-it until that array is freed (512 MB: 0.04-0.05 s; 0.10-0.11 s with a copy out; 0.13-0.90
-s through the store). Workers on other hosts, GPU tiles and results over
-``spartan.config.landing_zone_bytes`` take the object store. The zone is a file of the
+into the driver's result, and the store's fresh pages are faulted in each time (on a VM
+that hands freed pages back to the host, a host fault each). Here the driver keeps one
+shared-memory file whose pages stay resident; the workers on its host write their
+pieces into it in parallel (into a mapping they keep), and the driver returns the zone's
+memory as the result, lent to it until that array is freed
+(``spartan.config.landing_zone_lends``; else copied out). Workers on other hosts, GPU
+tiles and results over ``spartan.config.landing_zone_bytes`` (0: every result) take the
+object store. Both are on by default: docs/tuning.md has the measurement. The zone is a file of the
 driver's private session directory (:mod:`~spartan.backend.session_files`), made mode
 0600; a worker opens it without following links, and only if it is its own user's; it
 holds nothing but the result's bytes.
@@ -123,15 +123,15 @@ class LandingZone:
             os.close(fd)
         return _Zone(path, size, buf)
 
-    def read(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """The zone's first bytes as a new array of ``shape`` and ``dtype``: the zone's
-        own memory when they fill more than half of it (copying 288 MB took 70 ms
-        here), else a copy."""
+    def read(self, shape: tuple[int, ...], dtype: np.dtype, lend: bool = True) -> np.ndarray:
+        """The zone's first bytes as a new array of ``shape`` and ``dtype``: with
+        ``lend``, the zone's own memory when they fill more than half of it (no copy
+        of a big result; ``spartan.config.landing_zone_lends``), else a copy."""
         zone = self._zone
         assert zone is not None
         size = array_bytes(shape, dtype)
         lent = np.frombuffer(zone.buf, np.uint8, size)
-        if 2 * size <= zone.size:
+        if not lend or 2 * size <= zone.size:
             return lent.view(dtype).reshape(shape).copy()
         # every view of the result keeps ``lent`` (NumPy collapses a view's base to the
         # first array whose base is not an array): when it goes, so has the result

@@ -1,13 +1,14 @@
 """Big copies in a worker written past the cache (non-temporal stores).
 
 glibc's ``memcpy`` (under NumPy's copies) switches to non-temporal stores for copies
-over a threshold it derives from the last-level cache: three quarters of its share per
-thread. A VM that reports its host's whole L3 (480 MB here) gets a threshold of
-hundreds of MB, so a worker writing its 32 MB piece of a result into the driver's
-landing zone first read every destination line into the cache: 4.7 ms cold, against
-2.7 ms with non-temporal stores (on a machine whose L3 glibc sizes right, a copy that
-big already streams). glibc reads its tunables when a process starts, so the setting
-travels in the environment the workers are started with.
+over a threshold it derives from the last-level cache. A VM that reports its host's
+whole L3 gets a threshold of hundreds of MB, so a worker writing its piece of a result
+into the driver's landing zone first reads every destination line into the cache; on a
+machine whose L3 glibc sizes right, a copy that big already streams, and a fixed
+threshold can be worse than glibc's. So this is opt-in
+(``spartan.config.worker_streaming_copy_bytes``, off by default: docs/tuning.md). glibc
+reads its tunables when a process starts, so the setting travels in the environment the
+workers are started with.
 
 >>> glibc_tunables(4 << 20, None)
 'glibc.cpu.x86_non_temporal_threshold=0x400000'

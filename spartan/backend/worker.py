@@ -228,7 +228,7 @@ def note(error: BaseException, text: str) -> None:
 
 def _user_frames(tb: types.TracebackType | None) -> tuple[tuple[str, int, str], ...]:
     """``(file, line, function)`` of each frame of ``tb`` outside spartan and Ray."""
-    import traceback  # (imported on failure: dis and traceback cost a worker 0.2 MB at start)
+    import traceback  # (imported on failure: dis and traceback would grow every worker's start)
 
     return tuple(
         (f.f_code.co_filename, lineno, f.f_code.co_name)

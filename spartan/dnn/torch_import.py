@@ -6,7 +6,7 @@ and optimizer updates. Supported: Linear, Conv2d (groups=1), ReLU/Tanh/Sigmoid/G
 Max/AvgPool2d, AdaptiveAvgPool2d to 1x1, BatchNorm2d, LayerNorm over the last axis,
 Dropout/Identity (dropped), flatten/view/reshape, residual ``+`` and ``*``.
 
->>> import torch  # doctest: +SKIP
+>>> import torch  # needs the torch extra  # doctest: +SKIP
 >>> nn = torch.nn  # doctest: +SKIP
 >>> model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))  # doctest: +SKIP
 >>> g = from_torch(model, (32, 8))  # doctest: +SKIP

@@ -5,7 +5,9 @@ The reduced axes are moved last by a view, so no copy is made before the join; a
 group reads its lanes whole, which moves a tile's bytes only when the array is cut
 along a lane axis (cost: at most ``nbytes`` of the input, once).
 
->>> along_axes(lambda m: np.sort(m, axis=1), x, (1,), (x.shape[1],), x.dtype)   # doctest: +SKIP
+>>> along_axes(lambda m: np.sort(m, axis=1), -x, (1,), (x.shape[1],), x.dtype)
+array([[-2., -1., -0.],
+       [-5., -4., -3.]])
 """
 
 from __future__ import annotations

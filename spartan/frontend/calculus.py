@@ -2,7 +2,10 @@
 shifted views (one fused map per difference, a fold for the sum), so only tile edges
 move between workers.
 
->>> sp.gradient(f, dx); sp.trapezoid(y, x)            # doctest: +SKIP
+>>> sp.gradient(sp.asarray([1.0, 2.0, 4.0, 7.0]))
+array([1. , 1.5, 2.5, 3. ])
+>>> float(sp.trapezoid(sp.asarray([1.0, 2.0, 3.0])))
+4.0
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     """Central differences inside, one-sided at the edges; each spacing a scalar or
     the 1-d coordinates of its axis (uneven spacing, as NumPy's).
 
-    >>> sp.gradient(sp.asarray([1.0, 2.0, 4.0]), [0.0, 1.0, 3.0])  # doctest: +SKIP
+    >>> sp.gradient(sp.asarray([1.0, 2.0, 4.0]), [0.0, 1.0, 3.0])
     array([1., 1., 1.])
     """
     x = asarray(f)

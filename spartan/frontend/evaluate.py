@@ -1,6 +1,6 @@
 """Evaluation: order the pending graph, choose tilings, fuse, lower, wait.
 
->>> y = spartan.evaluate(x + 1)        # doctest: +SKIP
+>>> y = spartan.evaluate(x + 1)
 """
 
 from __future__ import annotations

@@ -12,7 +12,15 @@ slabs, which apply them in index order (the last write wins, as in NumPy).
 Boolean masks, ``nonzero`` and friends are filters (their length depends on the
 data, so building them counts the selected elements per tile first).
 
->>> x[sp.array([3, 0, 3])]; sp.take(x, idx, axis=1); x[idx] = 0     # doctest: +SKIP
+>>> idx = sp.array([1, 0, 1])
+>>> x[idx]
+array([[3., 4., 5.],
+       [0., 1., 2.],
+       [3., 4., 5.]])
+>>> sp.take(x, sp.array([2, 0]), axis=1)
+array([[2., 0.],
+       [5., 3.]])
+>>> x[idx] = 0
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The result's length depends on the data, so building it counts the selected elem
 per tile (a small, forced step); each tile then compresses where it lives and the
 1-d result is cut evenly, each output tile reading the runs it covers.
 
->>> x[x > 0]                  # doctest: +SKIP
+>>> x[x > 2]
+array([3., 4., 5.])
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from spartan.tiling import Tiling
 
 
 def _compress(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
-    # extract, not values[mask]: on a random half-full mask NumPy's boolean index
-    # took 39 ms for 8M elements where extract took 7.5
+    # extract, not values[mask]: on a mask without long runs NumPy's boolean index is
+    # several times slower than extract (its result is the same)
     xp = array_module(values)
     out = xp.extract(xp.broadcast_to(mask, values.shape), values)
     return out, int(out.size)

@@ -11,7 +11,9 @@ never come here.
 
 >>> import warnings, numpy, spartan
 >>> spartan.config.implicit_fetch = "raise"
->>> numpy.asarray(big)            # doctest: +SKIP
+>>> big = spartan.ones(10**7)     # 80 MB, above implicit_fetch_bytes
+>>> numpy.asarray(big)
+Traceback (most recent call last):
 TypeError: a NumPy conversion (numpy.asarray, called from ...) fetches a distributed ...
 """
 

@@ -5,7 +5,8 @@
 Index arithmetic is an element-wise map; the assignments are functional updates that
 rebind the given spartan array (a ``where`` map, or a scatter for ``put_along_axis``).
 
->>> sp.unravel_index(sp.arange(6), (2, 3))          # doctest: +SKIP
+>>> sp.unravel_index(sp.arange(6), (2, 3))
+(array([0, 0, 0, 1, 1, 1]), array([0, 1, 2, 0, 1, 2]))
 """
 
 from __future__ import annotations

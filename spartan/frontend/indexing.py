@@ -2,8 +2,10 @@
 ``join_update`` onto the array (through a view: onto the base the view shares, see
 :mod:`spartan.frontend.aliasing`).
 
->>> x[1:, ::-1]          # doctest: +SKIP   (a view)
->>> x[x > 0]             # a filter
+>>> x[1:, ::-1]          # a view
+array([[5., 4., 3.]])
+>>> x[x > 2]             # a filter
+array([3., 4., 5.])
 >>> x[0, :2] = 7         # join_update onto x
 """
 

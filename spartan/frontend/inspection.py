@@ -3,7 +3,9 @@
 ``asarray_chkfinite`` forces one boolean reduction, memory-sharing questions are
 answered from the views' layouts over their shared base.
 
->>> sp.array2string(x, precision=2)          # doctest: +SKIP
+>>> print(sp.array2string(x, precision=2))
+[[0. 1. 2.]
+ [3. 4. 5.]]
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Array:
     """``asarray`` that raises ValueError if any element is NaN or infinite (forces
     one boolean reduction). ``order`` is accepted for NumPy's sake: tiles are C-ordered.
 
-    >>> sp.asarray_chkfinite([1.0, np.inf])            # doctest: +SKIP
+    >>> sp.asarray_chkfinite([1.0, np.inf])
+    Traceback (most recent call last):
     ValueError: array must not contain infs or NaNs
     """
     from spartan.frontend.reductions import all as _all

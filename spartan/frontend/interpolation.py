@@ -3,7 +3,11 @@
 The table (``xp``/``fp``, ``bins``) is a constant sent with the task;
 ``x`` stays where it is and is mapped tile by tile.
 
->>> sp.interp(x, [0, 1, 2], [0, 10, 5]); sp.digitize(x, bins)      # doctest: +SKIP
+>>> sp.interp(sp.asarray([0.5, 1.5]), [0, 1, 2], [0, 10, 5])
+array([5. , 7.5])
+>>> sp.digitize(x, [1, 3])
+array([[0, 1, 1],
+       [2, 2, 2]])
 """
 
 from __future__ import annotations

@@ -5,8 +5,11 @@ with the whole of Y, each writing its rows of Z; (b) column groups of X joined w
 matching row groups of Y, each producing a full n×m partial summed with ``add``.
 Like the thesis, (b) is chosen when ``X.shape[0] <= X.shape[1]``.
 
->>> sp.dot(sp.ones((4, 3)), sp.ones((3, 2))).to_numpy()     # doctest: +SKIP
-array([[3., 3.], [3., 3.], [3., 3.], [3., 3.]])
+>>> sp.dot(sp.ones((4, 3)), sp.ones((3, 2)))
+array([[3., 3.],
+       [3., 3.],
+       [3., 3.],
+       [3., 3.]])
 """
 
 from __future__ import annotations
@@ -158,7 +161,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Array:
 
     Empty operands give NumPy's result (zeros where nothing is summed) without a task.
 
-    >>> sp.tensordot(sp.ones((3, 4)), sp.ones((4, 2)), axes=1).shape   # doctest: +SKIP
+    >>> sp.tensordot(sp.ones((3, 4)), sp.ones((4, 2)), axes=1).shape
     (3, 2)
     """
     from spartan.frontend.creation import asarray, zeros
@@ -198,7 +201,7 @@ def normalize_axis(axis: Any, ndim: int) -> int:
 def vdot(a: Any, b: Any, /) -> Array:
     """Dot product of the flattened arrays, the first conjugated (see :func:`numpy.vdot`).
 
-    >>> float(sp.vdot(sp.ones(3), sp.ones(3)))   # doctest: +SKIP
+    >>> float(sp.vdot(sp.ones(3), sp.ones(3)))
     3.0
     """
     from spartan.frontend.creation import asarray
@@ -212,7 +215,7 @@ def vdot(a: Any, b: Any, /) -> Array:
 def inner(a: Any, b: Any, /) -> Array:
     """Sum of products over the last axes (see :func:`numpy.inner`).
 
-    >>> sp.inner(sp.ones((2, 3)), sp.ones((4, 3))).shape   # doctest: +SKIP
+    >>> sp.inner(sp.ones((2, 3)), sp.ones((4, 3))).shape
     (2, 4)
     """
     from spartan.frontend.creation import asarray
@@ -226,7 +229,7 @@ def inner(a: Any, b: Any, /) -> Array:
 def outer(a: Any, b: Any, out: Any = None) -> Array:
     """Outer product of the flattened ``a`` and ``b`` (see :func:`numpy.outer`).
 
-    >>> sp.outer(sp.arange(3), sp.arange(2)).shape   # doctest: +SKIP
+    >>> sp.outer(sp.arange(3), sp.arange(2)).shape
     (3, 2)
     """
     from spartan.frontend.creation import asarray
@@ -409,8 +412,13 @@ def einsum(
     do; ``order=`` is checked and otherwise changes nothing (tiles have no layout the
     user sees).
 
-    >>> sp.einsum("ij,jk->ik", a, b)          # doctest: +SKIP
-    >>> sp.einsum(a, [0, 1], b, [1, 2], [0, 2], out=c)      # doctest: +SKIP
+    >>> a, b = sp.ones((2, 3)), sp.ones((3, 2))
+    >>> sp.einsum("ij,jk->ik", a, b)
+    array([[3., 3.],
+           [3., 3.]])
+    >>> c = sp.zeros((2, 2))
+    >>> sp.einsum(a, [0, 1], b, [1, 2], [0, 2], out=c) is c
+    True
     """
     from spartan.frontend.creation import asarray
     from spartan.frontend.ufuncs import _store
@@ -524,7 +532,7 @@ def cross(
     A 2-vector has a zero z component; two 2-vectors give the z component alone (NumPy
     2 deprecates 2-vectors, and so warns the same ``DeprecationWarning``).
 
-    >>> sp.cross(sp.asarray([1, 0, 0]), sp.asarray([0, 1, 0])).to_numpy()   # doctest: +SKIP
+    >>> sp.cross(sp.asarray([1, 0, 0]), sp.asarray([0, 1, 0])).to_numpy()
     array([0, 0, 1])
     """
     import warnings
@@ -614,9 +622,9 @@ def vecdot(
     ``subok=`` are checked and change nothing (spartan arrays have no layout or
     subclasses).
 
-    >>> sp.vecdot(sp.ones((2, 3)), sp.ones(3)).to_numpy()   # doctest: +SKIP
+    >>> sp.vecdot(sp.ones((2, 3)), sp.ones(3)).to_numpy()
     array([3., 3.])
-    >>> sp.vecdot(sp.ones((3, 2)), sp.ones((3, 2)), axis=0, keepdims=True).shape  # doctest: +SKIP
+    >>> sp.vecdot(sp.ones((3, 2)), sp.ones((3, 2)), axis=0, keepdims=True).shape
     (1, 2)
     """
     from spartan.frontend.creation import asarray
@@ -713,7 +721,7 @@ def matvec(
     with NumPy's ufunc keywords as :func:`vecdot` takes them (``axes=`` names the
     matrix's two core axes, the vector's and the output's).
 
-    >>> sp.matvec(sp.ones((2, 3)), sp.ones(3)).to_numpy()   # doctest: +SKIP
+    >>> sp.matvec(sp.ones((2, 3)), sp.ones(3)).to_numpy()
     array([3., 3.])
     """
     kw = {
@@ -741,7 +749,7 @@ def vecmat(
     """Vector-matrix product over the last axes, the vector conjugated (NumPy's gufunc
     ``(n),(n,m)->(m)``), with NumPy's ufunc keywords as :func:`matvec` takes them.
 
-    >>> sp.vecmat(sp.ones(2), sp.ones((2, 3))).to_numpy()   # doctest: +SKIP
+    >>> sp.vecmat(sp.ones(2), sp.ones((2, 3))).to_numpy()
     array([2., 2., 2.])
     """
     kw = {

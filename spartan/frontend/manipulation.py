@@ -1,6 +1,6 @@
 """Shape manipulation: views where no data moves, reshape/concatenate nodes otherwise.
 
->>> sp.arange(6).reshape(2, 3).T.shape       # doctest: +SKIP
+>>> sp.arange(6).reshape(2, 3).T.shape
 (3, 2)
 """
 
@@ -39,7 +39,7 @@ def reshape(
     elements need not move; ``copy=True`` always copies, ``copy=False`` raises NumPy's
     ValueError where a view cannot be made (NumPy 2 and the array API).
 
-    >>> sp.reshape(sp.arange(6), (2, 3), copy=False).shape   # doctest: +SKIP
+    >>> sp.reshape(sp.arange(6), (2, 3), copy=False).shape
     (2, 3)
     """
     x = asarray(a)
@@ -178,7 +178,7 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Array:
     :func:`numpy.broadcast_to`; ``subok`` changes nothing: spartan arrays have no
     subclasses).
 
-    >>> sp.broadcast_to(sp.ones(3), (2, 3)).shape   # doctest: +SKIP
+    >>> sp.broadcast_to(sp.ones(3), (2, 3)).shape
     (2, 3)
     """
     x = asarray(array)
@@ -198,7 +198,7 @@ def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Array, ...]:
     """The arrays broadcast to one shape, as read-only views (a tuple, as NumPy 2;
     ``subok`` changes nothing: spartan arrays have no subclasses).
 
-    >>> sp.broadcast_arrays(sp.ones((2, 1)), sp.ones(3))[0].shape   # doctest: +SKIP
+    >>> sp.broadcast_arrays(sp.ones((2, 1)), sp.ones(3))[0].shape
     (2, 3)
     """
     arrays = [asarray(a) for a in args]
@@ -224,7 +224,7 @@ def copy(a: Any, order: str = "K", subok: bool = False) -> Array:
     it and otherwise changes nothing (tiles are C-ordered blocks); ``subok`` changes
     nothing (spartan arrays have no subclasses).
 
-    >>> y = sp.copy(x)          # doctest: +SKIP
+    >>> y = sp.copy(x)
     """
     from spartan.frontend.creation import _check_order
 
@@ -291,7 +291,7 @@ def concatenate(
     joins them flattened. ``dtype=`` or ``out=`` (a spartan array, rebound to the
     result) set the result's type, each input cast by ``casting`` as NumPy's rule allows.
 
-    >>> sp.concatenate([sp.ones(2), sp.zeros(3)], dtype=int).to_numpy()   # doctest: +SKIP
+    >>> sp.concatenate([sp.ones(2), sp.zeros(3)], dtype=int, casting="unsafe")
     array([1, 1, 0, 0, 0])
     """
     xs = [asarray(a) for a in arrays]
@@ -335,7 +335,7 @@ def stack(
     """Join arrays of one shape along a new axis (see :func:`numpy.stack`); ``out=``,
     ``dtype=`` and ``casting=`` as :func:`concatenate`'s.
 
-    >>> sp.stack([sp.ones(2), sp.zeros(2)], axis=1).shape   # doctest: +SKIP
+    >>> sp.stack([sp.ones(2), sp.zeros(2)], axis=1).shape
     (2, 2)
     """
     xs = [asarray(a) for a in arrays]
@@ -352,7 +352,7 @@ def vstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind")
     """Join arrays row-wise (1-d ones as rows; see :func:`numpy.vstack`); ``dtype=`` and
     ``casting=`` as :func:`concatenate`'s.
 
-    >>> sp.vstack([sp.ones(3), sp.zeros(3)], dtype=int).shape   # doctest: +SKIP
+    >>> sp.vstack([sp.ones(3), sp.zeros(3)], dtype=int, casting="unsafe").shape
     (2, 3)
     """
     xs = [asarray(a) for a in tup]
@@ -365,7 +365,7 @@ def hstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind")
     """Join arrays column-wise (1-d ones end to end; see :func:`numpy.hstack`);
     ``dtype=`` and ``casting=`` as :func:`concatenate`'s.
 
-    >>> sp.hstack([sp.ones(2), sp.zeros(3)]).shape   # doctest: +SKIP
+    >>> sp.hstack([sp.ones(2), sp.zeros(3)]).shape
     (5,)
     """
     xs = [asarray(a) for a in tup]
@@ -389,7 +389,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 def permute_dims(a: Any, axes: Sequence[int] | None = None) -> Array:
     """The array API name of :func:`transpose` (``axes`` optional, as NumPy's: reversed).
 
-    >>> sp.permute_dims(sp.ones((2, 3))).shape   # doctest: +SKIP
+    >>> sp.permute_dims(sp.ones((2, 3))).shape
     (3, 2)
     """
     return transpose(a, axes)
@@ -834,9 +834,9 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Array:
     The ends are forced: one ``any`` per axis (a vector as long as the axis) comes back
     to the driver.
 
-    >>> sp.trim_zeros(sp.asarray([0, 1, 2, 0])).to_numpy()                 # doctest: +SKIP
+    >>> sp.trim_zeros(sp.asarray([0, 1, 2, 0])).to_numpy()
     array([1, 2])
-    >>> sp.trim_zeros(sp.asarray([[0, 0], [0, 3]]), axis=0).to_numpy()     # doctest: +SKIP
+    >>> sp.trim_zeros(sp.asarray([[0, 0], [0, 3]]), axis=0).to_numpy()
     array([[0, 3]])
     """
     from spartan.frontend.evaluate import compute

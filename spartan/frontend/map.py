@@ -122,7 +122,7 @@ class Kernel:
         block = blocks[0] if len(self.steps) == 2 and self.steps == COPY_STEPS else None
         if isinstance(block, xp.ndarray) and block.shape == shape and block.dtype == self.dtype:
             # a region assembled from several pieces is new memory: it is the tile (copying
-            # it again took half of an 8000^2 re-tiling's time); a view of one block is copied
+            # it again adds a pass over every new tile); a view of one block is copied
             return block if block.flags.owndata else block.copy()
         if self.elementwise and xp is np and rows > 1 and math.prod(shape) > 2 * CHUNK:
             out = np.empty(shape, self.dtype)

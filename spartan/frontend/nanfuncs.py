@@ -2,7 +2,11 @@
 and scans as their plain counterparts (NaNs are masked by a fused map, or skipped by
 ``fmin``/``fmax``), so they move exactly as many bytes.
 
->>> sp.nansum(x, axis=0); sp.nanmean(x); sp.nancumsum(x)     # doctest: +SKIP
+>>> y = sp.where(x > 3, np.nan, x)
+>>> sp.nansum(y, axis=0)
+array([3., 1., 2.])
+>>> float(sp.nanmean(y))
+1.5
 """
 
 from __future__ import annotations

@@ -3,11 +3,18 @@
 Everything in spartan's NumPy namespace is written on these; user code may call them
 directly with functions that work on whole tiles (NumPy arrays).
 
->>> sp.map(lambda t: t * 2, x)                                   # doctest: +SKIP
->>> sp.fold(np.add, x, axis=0)                                   # doctest: +SKIP
->>> sp.scan(np.add, x, axis=1)                                   # doctest: +SKIP
->>> sp.filter(x, lambda t: t > 0)                                # doctest: +SKIP
->>> sp.join_update(f_join, np.add, [x, y], axes=[1, 0], shape=(n, m))  # doctest: +SKIP
+>>> sp.map(lambda t: t * 2, x)
+array([[ 0.,  2.,  4.],
+       [ 6.,  8., 10.]])
+>>> sp.fold(np.add, x, axis=0)
+array([3., 5., 7.])
+>>> sp.scan(np.add, x, axis=1)
+array([[ 0.,  1.,  3.],
+       [ 3.,  7., 12.]])
+>>> sp.filter(x, lambda t: t > 2)
+array([3., 4., 5.])
+
+and :func:`join_update` (its docstring has an example).
 """
 
 from __future__ import annotations
@@ -63,8 +70,13 @@ def map(  # noqa: A001
     reaches the caller with its type and message, the user's frames in its traceback,
     and a note naming the tile.
 
-    >>> sp.map(lambda t: t * 2, x)                        # doctest: +SKIP
-    >>> sp.map(lambda t: t @ W, X, shape=(n, W.shape[1]))   # doctest: +SKIP
+    >>> sp.map(lambda t: t * 2, x)
+    array([[ 0.,  2.,  4.],
+           [ 6.,  8., 10.]])
+    >>> W = np.ones((3, 2))
+    >>> sp.map(lambda t: t @ W, x, shape=(2, 2))
+    array([[ 3.,  3.],
+           [12., 12.]])
     """
     return _map(fn, arrays, dtype, shape, f"spartan.map({name_of(fn)})")
 
@@ -196,8 +208,10 @@ def fold(f_accum: Callable[[Any, Any], Any], x: Any, axis: Any = None, dtype: An
     keep their type, message and the user's frames. Partials are combined in tile
     order, so the same program gives the same bits on every run.
 
-    >>> sp.fold(lambda a, b: a + b, x, axis=0)        # doctest: +SKIP
-    >>> sp.fold(max, x, axis=1)                        # doctest: +SKIP
+    >>> sp.fold(lambda a, b: a + b, x, axis=0)
+    array([3., 5., 7.])
+    >>> sp.fold(max, x, axis=1)
+    array([2., 5.])
     """
     x = asarray(x)
     if isinstance(f_accum, np.ufunc):
@@ -219,7 +233,9 @@ def scan(f_accum: Callable[[Any, Any], Any], x: Any, axis: int = 0, dtype: Any =
     results must be values of ``dtype`` (default: ``x``'s) or cast to it by
     ``same_kind`` casting, else ``ValueError`` naming it and the tile.
 
-    >>> sp.scan(lambda a, b: a + b, x, axis=0)        # doctest: +SKIP
+    >>> sp.scan(lambda a, b: a + b, x, axis=0)
+    array([[0., 1., 2.],
+           [3., 5., 7.]])
     """
     x = asarray(x)
     (ax,) = normalize_axes(axis, x.ndim)
@@ -233,7 +249,8 @@ def filter(x: Any, mask: Any) -> Array:  # noqa: A001
 
     A predicate returns a boolean block of its tile's shape (checked as :func:`map`'s).
 
-    >>> sp.filter(x, lambda t: t > 0)                  # doctest: +SKIP
+    >>> sp.filter(x, lambda t: t > 2)
+    array([3., 4., 5.])
     """
     x = asarray(x)
     if callable(mask) and not isinstance(mask, Array):
@@ -275,9 +292,12 @@ def join_update(
     naming the function, the group or tile and both shapes (or dtypes): updates are
     never broadcast. Exceptions from either keep their type, message and user frames.
 
-    >>> def rows_times(ext, xt, w):                  # doctest: +SKIP
+    >>> def rows_times(ext, xt, w):
     ...     return [(ext[0].rows, xt @ w)]
-    >>> sp.join_update(rows_times, None, [x, w], [0, -1], (n, 3), update_axis=0)  # doctest: +SKIP
+    >>> w = sp.eye(3) * 2
+    >>> sp.join_update(rows_times, None, [x, w], [0, -1], (2, 3), update_axis=0)
+    array([[ 0.,  2.,  4.],
+           [ 6.,  8., 10.]])
     """
     exprs = [asarray(x)._expr for x in inputs]
     dtype = np.dtype(dtype)

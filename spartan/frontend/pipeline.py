@@ -18,7 +18,8 @@ column sums and ``onehot.T @ X``), except the folds below it, which are made onc
 Nothing moves that the unfused plan would not move: a pipeline reads its leaves by
 the row groups its consumer reads its own inputs by.
 
->>> w = w - (X.T @ (1 / (1 + np.exp(-(X @ w))) - y)) / n     # doctest: +SKIP
+>>> X, y, w, n = sp.random.rand(1000, 4), sp.ones(1000), sp.zeros(4), 1000
+>>> w = w - (X.T @ (1 / (1 + np.exp(-(X @ w))) - y)) / n
 """
 
 from __future__ import annotations

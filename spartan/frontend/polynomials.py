@@ -3,7 +3,10 @@ sums are padded adds, products are distributed convolutions, derivatives and int
 are element-wise maps against the powers, and root finding is the eigenvalue problem of
 the companion matrix (one task, as the matrix is small).
 
->>> sp.polymul([1, 2], [1, 2, 3]); sp.polyder(p, 2); sp.roots([1, -6, 11, -6])   # doctest: +SKIP
+>>> sp.polymul([1, 2], [1, 2, 3])
+array([1, 4, 7, 6])
+>>> sp.polyder([1, 2, 3, 4], 2)
+array([6, 4])
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ inverse and counts), ``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``,
 element of every run with a map over two shifted views, and filters; the inverse is a
 scan of the marks scattered back through the sort permutation.
 
->>> vals, counts = sp.unique(labels, return_counts=True)     # doctest: +SKIP
+>>> vals, counts = sp.unique(sp.asarray([2, 0, 2, 1, 2]), return_counts=True)
+>>> vals, counts
+(array([0, 1, 2]), array([1, 1, 3]))
 """
 
 from __future__ import annotations

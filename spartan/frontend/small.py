@@ -74,8 +74,8 @@ def snapshot(x: Array) -> Expr:
             return expr
     values = x._np.copy()
     if values.nbytes <= INLINE_BYTES:
-        # inside the tasks that make its tiles: a put per tile costs more (a k-means
-        # step's np.arange(k) made each step)
+        # inside the tasks that make its tiles: a put per tile costs more (a small
+        # constant such as k-means' np.arange(k) is made at every step)
         expr = NewArray(values.shape, values.dtype, Inline(values), name="array")
     else:
         expr = FromNumpy(values)
