@@ -14,10 +14,19 @@ the workers). Every process (this one, Dask's workers, the ceiling's actors) kee
 memory for reuse, as spartan's workers do (``--default-malloc`` to not): on a VM that
 hands freed pages back to the hypervisor, fresh memory costs up to 10x to touch, and
 the other systems would pay that alone (glibc keeps big arrays only on a process's main
-thread, so Dask's worker threads still map theirs). Peak memory is the largest growth of
-the resident memory of this process and all its child processes (Ray and Dask workers)
-during one extra, untimed run of each system (sampling the process tree takes the driver's GIL for a few milliseconds
-every 20 ms, which slowed the timed runs of Python-heavy drivers unevenly).
+thread, so Dask's worker threads still map theirs). Peak memory is measured in one extra,
+untimed run of each system (sampling processes takes the driver's GIL for a few
+milliseconds every 20 ms, which would slow the timed runs of Python-heavy drivers
+unevenly): the largest sum, sampled every 20 ms, of this process's private resident
+memory above what it held just before the run (its heap trimmed first, so memory kept from
+earlier runs does not hide the run's own) and the whole private resident memory of the
+system's worker processes (spartan's Ray workers, Dask distributed's workers, the ceiling's
+actors), which includes their share of the inputs, the memory they keep for reuse and
+their runtime. Private: resident pages less shared ones (``rss - shared``). Ray's object
+store keeps the pages of its arena mapped in every worker that touched them after the
+objects are freed, so shared pages would count earlier workloads' leftovers; the object
+store's own copy of the inputs sent from the driver is therefore not counted. The NumPy
+inputs this process holds for every system are counted for none.
 Spartan's bytes moved between workers are measured by the workers
 (``spartan.stats()``) and set next to the optimizer's prediction for the last
 evaluated graph (``spartan.explain``).
@@ -28,19 +37,18 @@ call, and the next system's workers would have shared a core with them. And Dask
 distributed's worker processes are stopped (SIGSTOP) while the other systems run: idle,
 they used ~13% of a core at niceness 0, taken from whatever ran meanwhile.
 
-Rows are merged into ``bench/results/apps.md`` (one row per workload, replaced when
-re-measured).
+Rows are merged into ``bench/out/apps.md`` (ignored by git), or with ``--save`` into the
+tracked ``bench/results/apps.md`` (one row per workload, replaced when re-measured).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import logging
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -57,7 +65,9 @@ import numpy  # noqa: E402
 import psutil  # noqa: E402
 
 log = logging.getLogger("spartan")
+#: the tracked results file (``--save``); a plain run writes ``bench/out/apps.md``
 RESULTS = ROOT / "bench" / "results" / "apps.md"
+OUT = ROOT / "bench" / "out" / "apps.md"
 #: freed memory every process of every system keeps for reuse (main sets it)
 KEEP_FREED = 0
 #: seconds a Dask distributed run may take before it is cancelled and the system dropped
@@ -340,6 +350,9 @@ class HalfOfTheData:
         keep_freed_memory(keep_freed)
         self.parts = parts
 
+    def pid(self) -> int:
+        return os.getpid()
+
     def fused(self) -> float:
         (a,) = self.parts
         return float((numpy.sin(a) ** 2 + numpy.cos(a) ** 2).sum())
@@ -395,6 +408,11 @@ class Ceiling:
             )
         return centers, inertia
 
+    def pids(self) -> list[int]:
+        import ray
+
+        return ray.get([a.pid.remote() for a in self.actors])
+
     def close(self) -> None:
         import ray
 
@@ -435,6 +453,11 @@ class System:
     def bytes(self) -> tuple[str, str]:
         return "-", "-"
 
+    def workers(self) -> list[psutil.Process]:
+        """The processes besides this one that hold this system's data and run its work
+        (their memory counts toward the system's peak)."""
+        return []
+
 
 class NumPySystem(System):
     name = "numpy"
@@ -457,6 +480,11 @@ class SpartanSystem(System):
 
     def reset_counters(self) -> None:
         self.sp.reset_stats()  # a round trip to every worker: not in the timed runs
+
+    def workers(self) -> list[psutil.Process]:
+        # a local Ray's worker processes descend from this one (through its raylet), and
+        # Ray titles each actor's process after its class
+        return [p for p in _descendants() if _title(p).startswith("ray::RayWorker")]
 
     def run(self) -> Any:
         result = self.w.program(self.sp, *self.inputs)
@@ -568,6 +596,11 @@ class DaskSystem(System):
             p.resume()
         self._stopped = []
 
+    def workers(self) -> list[psutil.Process]:
+        if self.client is None:
+            return []
+        return [psutil.Process(pid) for pid in self.client.run(os.getpid).values()]
+
     def close(self) -> None:
         self.resume()
         self.unload()
@@ -591,6 +624,9 @@ class CeilingSystem(System):
         if self.ceiling is not None:
             self.ceiling.close()
         self.ceiling = None
+
+    def workers(self) -> list[psutil.Process]:
+        return [psutil.Process(pid) for pid in self.ceiling.pids()] if self.ceiling else []
 
 
 def _leaves(result: Any) -> list[Any]:
@@ -619,24 +655,56 @@ def _mb(n: float) -> str:
 # ---------------------------------------------------------------- measuring
 
 
-class PeakMemory:
-    """Largest growth of resident memory of this process tree while active."""
+def _descendants() -> list[psutil.Process]:
+    return psutil.Process().children(recursive=True)
 
-    def __init__(self, interval: float = 0.02) -> None:
+
+def _title(p: psutil.Process) -> str:
+    """A process's title (Ray sets it to ``ray::<actor class>``), or "" once it is gone."""
+    try:
+        return " ".join(p.cmdline()) or p.name()
+    except psutil.Error:
+        return ""
+
+
+def trim_heap() -> None:
+    """Hand this process's kept freed memory back (glibc), so that a run's peak is the
+    memory it uses, not what an earlier run left for reuse (``--default-malloc`` aside,
+    every process keeps up to 1 GB)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def private_rss(p: psutil.Process) -> int:
+    """``p``'s resident memory less its shared pages (Ray's object store arena, mapped
+    files, shared-memory files)."""
+    m = p.memory_info()
+    return m.rss - getattr(m, "shared", 0)
+
+
+class PeakMemory:
+    """Largest private resident memory of a system while active: this process's growth
+    over its own on entry plus the whole of ``workers``' (see the module's docstring)."""
+
+    def __init__(self, workers: list[psutil.Process], interval: float = 0.02) -> None:
         self.interval = interval
         self.me = psutil.Process()
+        self.workers = workers
 
     def _rss(self) -> int:
         total = 0
-        for p in [self.me, *self.me.children(recursive=True)]:
+        for p in [self.me, *self.workers]:
             try:
-                total += p.memory_info().rss
-            except psutil.Error:
+                total += private_rss(p)
+            except psutil.Error:  # a worker that ended meanwhile holds nothing
                 continue
         return total
 
     def __enter__(self) -> PeakMemory:
-        self.base = self.peak = self._rss()
+        self.base = private_rss(self.me)
+        self.peak = self._rss()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.thread.start()
@@ -653,6 +721,7 @@ class PeakMemory:
 
     @property
     def growth(self) -> int:
+        """The peak, less this process's RSS on entry."""
         return self.peak - self.base
 
 
@@ -739,13 +808,15 @@ def measure(w: Workload, systems: list[System], repeats: int, quick: bool) -> Ro
             times[s.name].append(time.perf_counter() - t0)
             log.info("%s %s run %d: %.3f s", w.name, s.name, rep + 1, times[s.name][-1])
         log.info("%s: repeat %d/%d done", w.name, rep + 1, repeats)
-    # memory in one more run each: sampling the process tree (a few ms of the driver's
-    # GIL every 20 ms) would slow the timed runs of Python-heavy drivers unevenly
+    # memory in one more run each: sampling processes (a few ms of the driver's GIL every
+    # 20 ms) would slow the timed runs of Python-heavy drivers unevenly
     for s in active:
         s.reset_counters()
         _alone(s, active)
+        gc.collect()
+        trim_heap()
         quiesce()
-        with PeakMemory() as mem:
+        with PeakMemory(s.workers()) as mem:
             s.run()
         peaks[s.name] = mem.growth
         if s.name == "spartan":
@@ -815,12 +886,12 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _saved_rows(quick: bool) -> dict[str, list[str]]:
-    """Rows of the same size class already in the results file, by workload."""
-    if not RESULTS.exists():
+def _saved_rows(path: Path, quick: bool) -> dict[str, list[str]]:
+    """Rows of the same size class already in the results file ``path``, by workload."""
+    if not path.exists():
         return {}
     section, rows = None, {}
-    for text in RESULTS.read_text().splitlines():
+    for text in path.read_text().splitlines():
         if text.startswith("## "):
             section = text
         elif (
@@ -838,25 +909,32 @@ def _section(quick: bool) -> str:
     return "## --quick sizes" if quick else "## default sizes"
 
 
-def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
+def save(rows: list[Row], quick: bool, argv: list[str], path: Path) -> None:
+    """Merge ``rows`` into the results file ``path`` (rows of other workloads stay)."""
     import dask
     import distributed
 
-    sections = {q: _saved_rows(q) for q in (True, False)}
+    from bench.provenance import run_header
+
+    sections = {q: _saved_rows(path, q) for q in (True, False)}
     for r in rows:
         sections[quick][r.workload] = _cells(r)
-    when = subprocess.run(["date", "-u"], capture_output=True, text=True).stdout.strip()
-    mem = psutil.virtual_memory().total / 2**30
+    header = run_header(
+        f"python bench/apps.py {' '.join(argv)}", "rows measured by earlier runs stay."
+    )
     out = [
         "# Applications side by side: spartan vs NumPy vs Dask vs the hand-written ceiling",
         "",
-        f"Last run: {when}; machine: {CORES}-core {platform.machine()}, {mem:.0f} GB;",
-        f"command: `python bench/apps.py {' '.join(argv)}`. Rows measured by earlier runs stay.",
+        f"Last run: {header}",
         "Seconds are medians of the repeats after a warm-up; `X/spartan` > 1 means spartan is",
-        "faster; peak MB is the growth of resident memory of the process tree (driver and",
-        "workers) in one extra untimed run; bytes moved are measured between spartan workers",
-        "in that run, `predicted` is the",
-        "optimizer's total for the last evaluated plan (`spartan.explain`).",
+        "faster; peak MB, in one extra untimed run, is the driver's private resident memory",
+        "(RSS less shared pages) above its own before the run (heap trimmed first) plus the",
+        "whole private resident memory of the system's worker processes (spartan's Ray",
+        "workers, Dask distributed's workers; their inputs, kept memory and runtime",
+        "included); shared pages (Ray's object store, shared-memory files) and the driver's",
+        "NumPy inputs count for no system. Bytes moved are measured between spartan workers",
+        "in that run, `predicted` is the optimizer's total for the last evaluated plan",
+        "(`spartan.explain`).",
         "",
         PEER_NOTES.format(
             numpy=numpy.__version__, dask=dask.__version__,
@@ -867,11 +945,12 @@ def save(rows: list[Row], quick: bool, argv: list[str]) -> None:
         if sections[q]:
             out += [_section(q), "", table(list(sections[q].values())), ""]
     # a hand-written "## Findings" section at the end survives re-runs
-    old = RESULTS.read_text() if RESULTS.exists() else ""
+    old = path.read_text() if path.exists() else ""
     if FINDINGS in old:
         out += [old[old.index(FINDINGS) :]]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(out))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out))
+    print(f"written to {path.relative_to(ROOT)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -895,7 +974,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--workers", type=int, default=CORES, help="spartan workers")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
-    p.add_argument("--no-save", action="store_true", help=f"do not update {RESULTS.name}")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="merge the rows into bench/results/apps.md (default: bench/out/apps.md)",
+    )
     p.add_argument(
         "--default-malloc",
         action="store_true",
@@ -945,8 +1028,12 @@ def main(argv: list[str] | None = None) -> int:
         ray.shutdown()
     print()
     print(table([_cells(r) for r in rows]))
-    if not args.no_save:
-        save(rows, args.quick, sys.argv[1:] if argv is None else list(argv))
+    save(
+        rows,
+        args.quick,
+        sys.argv[1:] if argv is None else list(argv),
+        RESULTS if args.save else OUT,
+    )
     return 0
 
 

@@ -5,12 +5,14 @@ For each model the genetic search (schedule + pool allocation) is run under a ti
 its best plan's simulated iteration time is compared with the ideal (infinite memory) and with
 the baselines (ODSwap = on-demand LRU with learned prefetch, vDNN-like = swap all activations,
 TFLMS-like = never swap parameters), next to the paper's reported normalized throughput. Then
-the ResNet-152 inference table (seconds per batch by memory limit). Tables go to stdout and to ``bench/results/swap.md``; a timeline and a
-convergence curve per model go to ``bench/results/swap/``.
+the ResNet-152 inference table (seconds per batch by memory limit). Tables go to stdout and
+to ``bench/out/swap.md`` (ignored by git), a timeline and a convergence curve per model to
+``bench/out/swap/``; ``--save`` writes them to ``bench/results/`` instead.
 
     python bench/swap.py            # short budgets (about 5 min on 2 cores)
     python bench/swap.py --quick    # a smoke run (about 1 min)
     python bench/swap.py --full     # the real setting: population 144, 10 min per model
+    python bench/swap.py --save     # write bench/results/swap.md, not bench/out/
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from spartan.dnn.swap.genetic import GAConfig, search  # noqa: E402
 from spartan.dnn.swap.timeline import plot_convergence, plot_timeline  # noqa: E402
 
 log = logging.getLogger("spartan")
+#: the tracked results folder (``--save``); a plain run writes into the ignored ``OUT``
 RESULTS = Path(__file__).resolve().parent / "results"
+OUT = Path(__file__).resolve().parent / "out"
 MB = 2**20
 
 
@@ -92,7 +96,7 @@ def run_search(wl: Workload, cfg: GAConfig):
 
 
 def training_table(
-    accel: Accelerator, cfg: GAConfig, pictures: bool, models: list[Model]
+    accel: Accelerator, cfg: GAConfig, pictures: Path | None, models: list[Model]
 ) -> list[list[str]]:
     rows = []
     for m in models:
@@ -121,12 +125,12 @@ def training_table(
         ]
         rows.append(row)
         log.info("%s: %s", accel.name, " | ".join(row))
-        if pictures:
+        if pictures is not None:  # the folder the timelines and convergence curves go to
             tag = f"{accel.name.split()[0]}_{m.name.split(' s')[0].replace(' ', '_')}".lower()
-            plot_timeline(plan, RESULTS / "swap" / f"timeline_{tag}.png")
+            plot_timeline(plan, pictures / f"timeline_{tag}.png")
             plot_convergence(
                 result.history,
-                RESULTS / "swap" / f"convergence_{tag}.png",
+                pictures / f"convergence_{tag}.png",
                 ideal=ideal,
                 title=f"{m.name} on {accel.name}",
             )
@@ -214,15 +218,19 @@ def main() -> None:
     mode.add_argument("--quick", action="store_true", help="smoke run, about a minute")
     mode.add_argument("--full", action="store_true", help="population 144, 10 min per model")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--no-write", action="store_true", help="do not write bench/results")
+    ap.add_argument("--no-write", action="store_true", help="write no file")
+    ap.add_argument(
+        "--save", action="store_true", help="write to bench/results/ (default: bench/out/)"
+    )
     ap.add_argument(
         "--ablation", action="store_true", help="add joint vs partial search vs random (V100)"
     )
     ap.add_argument("--only", help="comma-separated texts; train only models containing one")
     ap.add_argument("--budget", type=float, help="GA seconds per training model (overrides)")
     ap.add_argument("--v100-only", action="store_true", help="skip the H100 and inference tables")
-    ap.add_argument("--output", default=str(RESULTS / "swap.md"), help="result file")
+    ap.add_argument("--output", help="result file (default: swap.md in the folder written to)")
     args = ap.parse_args()
+    folder = RESULTS if args.save else OUT
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.full:
         train = GAConfig(population=144, budget_s=600, patience_s=300, workers=args.workers)
@@ -248,7 +256,7 @@ def main() -> None:
     # H100 compute and host link with the V100's 16 GiB, so the memory pressure is the same.
     accels = [V100, H100.with_(name="H100 (16 GiB cap)", memory=16 * GiB)]
     for accel in accels[:1] if args.v100_only else accels:
-        pictures = not args.no_write and accel is accels[0]
+        pictures = folder / "swap" if not args.no_write and accel is accels[0] else None
         rows = training_table(accel, train, pictures, models)
         title = (
             f"### Training on {accel.name} ({accel.memory / GiB:.0f} GiB, host link "
@@ -289,11 +297,11 @@ def main() -> None:
                 "direction independent (the paper's 20 GB/s duplex cap is not modelled).",
                 *sections,
                 "Pictures (written by the run; `*.png` is git-ignored): "
-                "`bench/results/swap/timeline_*.png` (the best plan's three streams) and "
+                f"`bench/{folder.name}/swap/timeline_*.png` (the best plan's three streams) and "
                 "`convergence_*.png` (best/mean/worst per generation), V100 models.",
             ]
         )
-        out = Path(args.output)
+        out = Path(args.output) if args.output else folder / "swap.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
         print(f"\nwrote {out} ({total:.0f} s)")
