@@ -75,7 +75,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from bench.provenance import run_header, write_report  # noqa: E402
+from bench.provenance import run_header, seconds, write_report  # noqa: E402
 
 FORMATS = ["zarr", "hdf5"]
 SYSTEMS = ["numpy", "spartan", "dask"]
@@ -422,7 +422,7 @@ def trim_heap() -> None:
         pass
 
 
-def cpu_seconds(procs: list[psutil.Process]) -> tuple[float, float]:
+def cpuseconds(procs: list[psutil.Process]) -> tuple[float, float]:
     """User and system CPU seconds these processes (all their threads) have used."""
     times = [p.cpu_times() for p in procs]
     return sum(t.user for t in times), sum(t.system for t in times)
@@ -438,15 +438,15 @@ def one_run(
         trim_heap()
     quiesce()
     procs = system.processes()
-    user, sys_ = cpu_seconds(procs)
+    user, sys_ = cpuseconds(procs)
     with peak_rss(rss):
         start = time.perf_counter()
         result = system.run(fmt, src, out, chunks)
-        seconds = time.perf_counter() - start
-    user_after, sys_after = cpu_seconds(procs)
+        elapsed = time.perf_counter() - start
+    user_after, sys_after = cpuseconds(procs)
     result.phases["cpu user"] = user_after - user
     result.phases["cpu sys"] = sys_after - sys_
-    return seconds, result
+    return elapsed, result
 
 
 def measure(
@@ -533,10 +533,6 @@ def _phases(p: dict[str, float]) -> str:
     return "(" + ", ".join(f"{k} {v:.2f} s" for k, v in p.items()) + ")" if len(p) > 1 else ""
 
 
-def _seconds(t: float | None) -> str:
-    return "-" if t is None else f"{t:.2f} s"
-
-
 def _gb(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**30:.2f}"
 
@@ -561,8 +557,8 @@ def table(rows: list[Row], shape: tuple[int, int], chunk_rows: int, workers: int
             if s in r.phases
         )
         lines.append(
-            f"| {what} | {_seconds(r.seconds.get('numpy'))} | {_seconds(r.seconds.get('spartan'))} "
-            f"| {_seconds(r.seconds.get('dask'))} | {r.ratio('spartan', 'numpy')} "
+            f"| {what} | {seconds(r.seconds.get('numpy'))} | {seconds(r.seconds.get('spartan'))} "
+            f"| {seconds(r.seconds.get('dask'))} | {r.ratio('spartan', 'numpy')} "
             f"| {r.ratio('dask', 'numpy')} | {r.ratio('spartan', 'dask')} | {rss} | {moved} "
             f"| {phases or '-'} | {'; '.join(r.problems) or '-'} |"
         )
@@ -634,8 +630,8 @@ def main(argv: list[str] | None = None) -> int:
             row = measure(fmt, src, folder, systems, chunks, repeats, checked)
             rows.append(row)
             print(
-                f"{fmt}: NumPy {_seconds(row.seconds.get('numpy'))}, spartan "
-                f"{_seconds(row.seconds.get('spartan'))}, Dask {_seconds(row.seconds.get('dask'))}; "
+                f"{fmt}: NumPy {seconds(row.seconds.get('numpy'))}, spartan "
+                f"{seconds(row.seconds.get('spartan'))}, Dask {seconds(row.seconds.get('dask'))}; "
                 f"spartan/NumPy {row.ratio('spartan', 'numpy')}, Dask/NumPy "
                 f"{row.ratio('dask', 'numpy')}, spartan/Dask {row.ratio('spartan', 'dask')}"
                 + (f"; {'; '.join(row.problems)}" if row.problems else ""),

@@ -58,3 +58,8 @@ def write_report(name: str, title: str, header: str, report: str, notes: str, sa
     out.write_text(f"# {title}\n\n{header}\n\n{report}\n{notes}", encoding="utf-8")
     print(f"written to {out.relative_to(ROOT)}")
     return out
+
+
+def seconds(t: float | None) -> str:
+    """A time in a results table: ``1.23 s``, or ``-`` where there is none."""
+    return "-" if t is None else f"{t:.2f} s"

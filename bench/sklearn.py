@@ -54,7 +54,7 @@ ROOT = HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
-from bench.provenance import run_header, write_report  # noqa: E402
+from bench.provenance import run_header, seconds, write_report  # noqa: E402
 
 COMPONENTS = 8
 
@@ -311,10 +311,6 @@ def _blas() -> str:
     return f"{pools[0]['internal_api']} with {pools[0]['num_threads']} threads"
 
 
-def _seconds(t: float | None) -> str:
-    return "-" if t is None else f"{t:.2f} s"
-
-
 def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 1e6:,.1f} MB"
 
@@ -330,8 +326,8 @@ def table(rows: list[Row], shape: tuple[int, int], workers: int) -> str:
     for r in rows:
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
         lines.append(
-            f"| {r.name}: {r.what} | {_seconds(r.seconds.get('numpy'))} "
-            f"| {_seconds(r.seconds.get('spartan'))} | {ratio} | {_mb(r.moved)} "
+            f"| {r.name}: {r.what} | {seconds(r.seconds.get('numpy'))} "
+            f"| {seconds(r.seconds.get('spartan'))} | {ratio} | {_mb(r.moved)} "
             f"| {_mb(r.to_driver)} | {r.problem or '-'} |"
         )
     return "\n".join(lines) + "\n"
@@ -394,8 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             ratio = f"{row.ratio:.2f}x" if row.ratio is not None else row.problem
             print(
-                f"{w.name}: NumPy {_seconds(row.seconds.get('numpy'))}, spartan "
-                f"{_seconds(row.seconds.get('spartan'))} ({ratio})",
+                f"{w.name}: NumPy {seconds(row.seconds.get('numpy'))}, spartan "
+                f"{seconds(row.seconds.get('spartan'))} ({ratio})",
                 flush=True,
             )
     finally:

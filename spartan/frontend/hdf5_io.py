@@ -48,7 +48,7 @@ def _h5py() -> Any:
 class Hdf5Storage:
     """An HDF5 dataset as every worker opens it (see :class:`~spartan.frontend.stored.Storage`)."""
 
-    reader = "from_hdf5"
+    reader, writer = "from_hdf5", "to_hdf5"
     in_memory = False
 
     def __init__(self, path: str, name: str, dataset: Any) -> None:

@@ -51,6 +51,8 @@ class Storage(Protocol):
     write_chunks: tuple[int, ...]
     #: ``from_zarr``/``from_hdf5``: the label of reads in plans and errors
     reader: str
+    #: ``to_zarr``/``to_hdf5``: what errors of a write name
+    writer: str
     #: whether the array lives in the driver's memory (an in-memory store): only
     #: in-process workers can reach it
     in_memory: bool
@@ -257,7 +259,7 @@ class Writes:
                 run_on_workers(
                     be,
                     part,
-                    self.sink.reader.replace("from", "to"),
+                    self.sink.writer,
                     f"writing {self.sink.where}",
                     "it is not complete",
                 )

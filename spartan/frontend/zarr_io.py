@@ -58,7 +58,7 @@ def _location(store: Any) -> Any:
 class ZarrStorage:
     """A Zarr array as every worker opens it (see :class:`~spartan.frontend.stored.Storage`)."""
 
-    reader = "from_zarr"
+    reader, writer = "from_zarr", "to_zarr"
 
     def __init__(
         self, store: Any, component: str, storage_options: dict | None, array: Any
