@@ -191,7 +191,7 @@ class Config:
     #: how far the Ray workers' niceness is raised above that of Ray's own processes
     #: (None: Ray's own choice, 15; opt-in: 0, so that the driver's and Ray's threads do
     #: not preempt the workers at will); see
-    #: :func:`spartan.backend.ray_backend.worker_env`. Read when the workers start.
+    #: :func:`spartan.backend.worker_env.worker_env`. Read when the workers start.
     worker_niceness: int | None = _setting(None, int, none=True, tuning=True)
     #: largest result the driver fetches through its shared-memory landing zone, which
     #: it keeps (at up to this size) for every later fetch (0: always through Ray's

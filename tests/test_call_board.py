@@ -46,20 +46,21 @@ def test_the_driver_sees_a_worker_idle_by_its_count_without_asking_ray(ray_backe
     pytest.importorskip("ray")
     be = ray_backend
     be.wait()
-    assert be._on_board == set(range(be.nworkers))
-    assert [be._board.finished(w) for w in range(be.nworkers)] == be._calls
+    assert be.dispatch.on_board == set(range(be.nworkers))
+    assert not any(be.busy(w) for w in range(be.nworkers))  # (each read off the board)
+    assert be.dispatch.finished == be.dispatch.calls
     be.put(("board", "x"), np.arange(3.0), 0)
     be.wait()
     path = gate.path  # (a str: the Gate's class is the conftest's, which workers lack)
     be.submit(0, lambda x: _copy_when_open(x, path), [("board", "x")], [("board", "y")])
     be.flush()
-    assert be._busy(0) and not be._busy(1)
+    assert be.busy(0) and not be.busy(1)
     gate.open()
     deadline = time.monotonic() + 10
-    while be._busy(0):  # no Ray call made meanwhile: the worker's count says it
+    while be.busy(0):  # no Ray call made meanwhile: the worker's count says it
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert be._board.finished(0) == be._calls[0]
+    assert be.dispatch.finished[0] == be.dispatch.calls[0]
     be.wait()
     np.testing.assert_array_equal(be.fetch(("board", "y")), np.arange(3.0))
     be.delete([("board", "x"), ("board", "y")])

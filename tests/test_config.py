@@ -245,7 +245,7 @@ def test_a_result_is_copied_out_of_the_zone_unless_it_lends(monkeypatch):
 def test_ray_fetches_follow_landing_zone_lends(on_ray, monkeypatch):
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
     monkeypatch.setattr(shared_output, "FIRST_BYTES", 64)
-    monkeypatch.setattr(on_ray, "_landing", shared_output.LandingZone())
+    monkeypatch.setattr(on_ray.landing, "zone", shared_output.LandingZone())
     a = np.arange(7.0 * 5).reshape(7, 5)
     x = spartan.array(a, tiling="row")
     with spartan.config.set(landing_zone_bytes=1 << 30, landing_zone_lends=False):

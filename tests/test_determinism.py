@@ -190,7 +190,7 @@ def test_tiles_rebuilt_from_the_drivers_copies_give_the_same_bits(on_ray, monkey
     the copy, and the steps after it give the same bits as without the kill."""
     import gc
 
-    from spartan.backend import ray_backend as rb
+    from spartan.backend import recovery as rb
 
     monkeypatch.setattr(rb, "PRUNE_MIN", 16)
     monkeypatch.setattr(rb, "COPY_DEPTH", 4)
@@ -198,7 +198,7 @@ def test_tiles_rebuilt_from_the_drivers_copies_give_the_same_bits(on_ray, monkey
     x, y = sp.array(data["x"] / 10), sp.array(data["y"])
 
     def steps(kill_at: int | None) -> str:
-        on_ray._prune_at = 0
+        on_ray.pruning.prune_at = 0
         w = sp.zeros(x.shape[1])
         for step in range(24):
             w = w - 0.5 * (x.T @ (1 / (1 + sp.exp(-(x @ w))) - y)) / x.shape[0]

@@ -181,7 +181,7 @@ def test_cancel_skips_what_was_sent_and_remakes_it_when_read(ray_backend, gate, 
     monkeypatch.setattr(be, "_drain", lambda: (gate.open(), drain())[1])
     assert be.cancel() >= 2 * 7 + 1
     monkeypatch.undo()
-    assert be._unmade
+    assert be.unmade
     np.testing.assert_array_equal(be.fetch(("cancel", "read")), np.arange(4.0) + 9)
     be.submit(0, _slow_add, [("cancel", 1, 7)], [("cancel", "after")])
     be.wait()
@@ -189,7 +189,7 @@ def test_cancel_skips_what_was_sent_and_remakes_it_when_read(ray_backend, gate, 
     np.testing.assert_array_equal(be.fetch(("cancel", 0, 3)), np.arange(4.0) + 4)
     be.delete([*keys, ("cancel", "read"), ("cancel", "after"), ("cancel", "x", 0)])
     be.delete([("cancel", "x", 1)])
-    assert not [pair for pair in be._unmade if pair[0][0] == "cancel"]
+    assert not [pair for pair in be.unmade if pair[0][0] == "cancel"]
 
 
 def test_ctrl_c_again_while_cancelling_stops_waiting(ray_backend, monkeypatch):
@@ -213,7 +213,7 @@ def test_ctrl_c_again_while_cancelling_stops_waiting(ray_backend, monkeypatch):
     with pytest.raises(KeyboardInterrupt, match="interrupted again"):
         be.cancel()
     monkeypatch.undo()
-    assert (("again", "read"), 1) in be._unmade
+    assert (("again", "read"), 1) in be.unmade
     np.testing.assert_array_equal(be.fetch(("again", "read")), np.arange(4.0) + 7)
     be.delete([("again", "x"), ("again", "read"), *[("again", i) for i in range(6)]])
 
@@ -233,7 +233,7 @@ def test_an_interrupt_before_the_wait_cancels_the_tasks_held_back(on_ray, monkey
     with pytest.raises(KeyboardInterrupt, match=r"^spartan: evaluation interrupted; \d+ tasks"):
         spartan.compute(y)
     monkeypatch.undo()
-    assert y._expr.data is not None and on_ray._unmade
+    assert y._expr.data is not None and on_ray.unmade
     np.testing.assert_array_equal(y.to_numpy(), base * 3)
 
 

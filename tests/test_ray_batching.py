@@ -70,10 +70,10 @@ def test_local_tasks_behind_a_busy_worker_are_held_then_run_in_order(ray_backend
     be = ray_backend
     _busy(be, "hold", np.arange(4.0), gate)
     last = _chain(be, ("hold", "slow"), 5, "hold")
-    assert len(be._held.get(0, [])) == 5  # the worker is busy: nothing sent yet
+    assert len(be.dispatch.held_steps(0)) == 5  # the worker is busy: nothing sent yet
     gate.open()
     be.wait()
-    assert not be._held
+    assert not be.dispatch.holding()
     np.testing.assert_array_equal(be.fetch(last), np.arange(4.0) + 5)
     be.delete([("hold", "x"), ("hold", "slow")] + [("hold", i) for i in range(5)])
 
@@ -84,7 +84,7 @@ def test_delete_held_behind_its_readers(ray_backend, gate):
     be.submit(0, _add_one, [("del", "slow")], [("del", "y")])
     be.flush()
     be.delete([("del", "slow")])  # must run after the reader it follows
-    assert be._held.get(0)  # the worker is busy: the reader and the delete wait
+    assert be.dispatch.held_steps(0)  # the worker is busy: the reader and the delete wait
     gate.open()
     be.wait()
     np.testing.assert_array_equal(be.fetch(("del", "y")), np.full(3, 2.0))
@@ -101,7 +101,7 @@ def test_a_delete_does_not_hold_the_tasks_after_it(ray_backend):
     be.delete([("after_del", "old")])  # one call of its own, sent now
     be.submit(0, _add_one, [("after_del", "x")], [("after_del", "y")])
     be.flush()
-    assert not be._held.get(0)
+    assert not be.dispatch.held_steps(0)
     be.wait()
     np.testing.assert_array_equal(be.fetch(("after_del", "y")), np.full(3, 2.0))
     be.delete([("after_del", "x"), ("after_del", "y")])
@@ -113,7 +113,7 @@ def test_failure_inside_a_held_batch_is_the_users_error(ray_backend, gate):
     be.submit(0, _fail, [("fail", "slow")], [("fail", "bad")])
     be.submit(0, _add_one, [("fail", "bad")], [("fail", "after")])
     be.flush()
-    assert len(be._held.get(0, [])) == 2
+    assert len(be.dispatch.held_steps(0)) == 2
     gate.open()
     with pytest.raises(ValueError, match="bad block"):
         be.wait()
@@ -134,7 +134,7 @@ def test_unloadable_function_fails_only_its_own_task(ray_backend, gate):
     be.submit(0, bad, [("load", "x")], [("load", "bad")])
     be.submit(0, _add_one, [("load", "x")], [("load", "ok")])  # independent of it
     be.flush()
-    assert len(be._held.get(0, [])) == 2
+    assert len(be.dispatch.held_steps(0)) == 2
     gate.open()
     with pytest.raises(RuntimeError, match="cannot load"):
         be.wait()
@@ -151,7 +151,7 @@ def test_task_functions_pickle_as_cloudpickle_would(monkeypatch):
 
     from ray import cloudpickle
 
-    from spartan.backend.ray_backend import _dumps_fn
+    from spartan.backend.ray_worker import _dumps_fn
     from spartan.frontend.lowering import identity
 
     assert _dumps_fn(identity) == pickle.dumps(identity, protocol=5)
@@ -191,7 +191,7 @@ def test_deletes_in_a_batch_go_out_together_at_its_end(ray_backend, actor_calls)
         actor_calls.clear()
     assert actor_calls == [(0, "run_batch")]  # both deletes, one call
     assert held() == full - 1600
-    assert 0 not in be._held
+    assert 0 not in be.dispatch.holding()
     np.testing.assert_array_equal(be.fetch(("batch", 2)), np.ones(100))
     be.delete([("batch", 2)])
 
@@ -322,7 +322,7 @@ def test_a_kept_result_is_not_overwritten_by_later_fetches(on_ray, monkeypatch):
 
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
     monkeypatch.setattr(shared_output, "FIRST_BYTES", 64)
-    monkeypatch.setattr(on_ray, "_landing", shared_output.LandingZone())
+    monkeypatch.setattr(on_ray.landing, "zone", shared_output.LandingZone())
     a = np.arange(7.0 * 5).reshape(7, 5)
     x = sp.array(a, tiling="block")
     first = x.to_numpy()
@@ -343,7 +343,7 @@ def test_a_host_without_shared_memory_fetches_through_the_object_store(
 
     monkeypatch.setattr(shared_output, "MIN_BYTES", 0)
     monkeypatch.setattr(shared_output, "SHM_DIR", "/nonexistent-spartan-shm")
-    monkeypatch.setattr(on_ray, "_landing", shared_output.LandingZone())
+    monkeypatch.setattr(on_ray.landing, "zone", shared_output.LandingZone())
     a = np.arange(12.0).reshape(4, 3)
     np.testing.assert_array_equal(sp.array(a, tiling="row").to_numpy(), a)
     assert not any(m == "write_shared" for _, m in actor_calls)
@@ -380,7 +380,7 @@ def test_a_batch_that_raises_still_writes_its_post(ray_backend, tmp_path):
     import pickle
 
     from spartan.backend import channel
-    from spartan.backend.ray_backend import Post, RayWorker
+    from spartan.backend.ray_worker import Post, RayWorker
     from spartan.backend.worker import Worker
 
     worker = object.__new__(RayWorker)  # in this process: no actor, no heap policy
@@ -417,7 +417,8 @@ def test_a_post_of_known_size_waits_for_the_owners_later_tasks(ray_backend, acto
     be.submit(1, _add_one, [_region_of(0, first, 4)], [("hpost", "read")])
     after = _chain(be, first, 1, ("hpost", "after"))  # worker 0's next task
     be.flush()
-    assert [type(item).__name__ for item in be._held[0]] == ["Record", "Post", "Record"]
+    held = be.dispatch.held_steps(0)
+    assert [type(item).__name__ for item in held] == ["Record", "Post", "Record"]
     gate.open()
     be.wait()
     calls = [m for w, m in actor_calls if w == 0]
@@ -435,7 +436,7 @@ def test_a_reader_sent_at_once_brings_the_post_it_waits_for(ray_backend, actor_c
     first = _chain(be, ("rpost", "slow"), 1, "rpost")
     be.submit(1, _add_one, [_region_of(0, first, 4)], [("rpost", "read")])
     be.flush()
-    assert not be._held.get(0) and not be._held_posts
+    assert not be.dispatch.held_steps(0) and not be.dispatch.posts
     assert [m for w, m in actor_calls if w == 0][-1] == "run_batch"
     gate.open()
     be.wait()
@@ -451,7 +452,7 @@ def test_a_held_post_the_letter_has_no_room_for_is_spilled(ray_backend, monkeypa
     import pickle
 
     from spartan.backend import channel, session_files
-    from spartan.backend.ray_backend import Post, RayWorker, _open
+    from spartan.backend.ray_worker import Post, RayWorker, _open
     from spartan.backend.worker import TaskFailed, Worker
 
     worker = object.__new__(RayWorker)  # in this process: no actor, no heap policy
@@ -491,7 +492,7 @@ def test_a_calls_arguments_are_its_refs_and_the_rest_rides_in_its_spec(ray_backe
     import ray
 
     from spartan.backend import channel
-    from spartan.backend.ray_backend import _joined, _split
+    from spartan.backend.ray_worker import _joined, _split
 
     ref = ray.put(np.arange(3))
     plain, holding = channel.Letter("/a", 1), channel.Letter("/b", 1, ref)
@@ -547,7 +548,7 @@ def test_tasks_that_make_a_fetched_region_land_it_in_their_own_calls(
         ),
     )
     be.flush([region])
-    assert be._held.get(0)  # the worker is busy: its tasks wait
+    assert be.dispatch.held_steps(0)  # the worker is busy: its tasks wait
     gate.open()
     (got,) = be.wait([region])
     np.testing.assert_array_equal(got, np.arange(8.0) + np.array([2.0] * 4 + [1.0] * 4))

@@ -168,7 +168,7 @@ def test_a_big_block_from_the_driver_is_copied_out_of_the_object_store(ray_backe
 
 
 def test_only_big_read_only_arrays_are_copied_and_only_with_memory_to_spare(monkeypatch):
-    from spartan.backend import ray_backend
+    from spartan.backend import ray_worker as ray_backend
 
     block = np.zeros(ray_backend.OWN_MIN_BYTES // 8)
     block.flags.writeable = False  # as Ray hands out an array in the object store

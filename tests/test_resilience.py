@@ -62,8 +62,9 @@ def test_worker_killed_mid_computation_is_recovered(ray_backend, tmp_path):
     np.testing.assert_allclose(y.to_numpy(), expected)
     assert ray_backend.recoveries == before + 1
     # the replacement counts its calls on the driver's board, from zero
-    assert ray_backend._on_board == {0, 1}
-    assert [ray_backend._board.finished(w) for w in (0, 1)] == ray_backend._calls
+    assert ray_backend.dispatch.on_board == {0, 1}
+    assert not ray_backend.busy(0) and not ray_backend.busy(1)
+    assert ray_backend.dispatch.calls == ray_backend.dispatch.finished
 
 
 @pytest.mark.parametrize("keep_read", [True, False])
@@ -103,7 +104,7 @@ def _evaluated_then_worker_0_killed(ray_backend):
     x = sp.random.rand(50, 8) + sp.arange(8)
     sp.evaluate(x)
     expected = x.to_numpy()
-    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    pid = ray_backend.pids[0]
     os.kill(pid, signal.SIGKILL)
     return x, expected
 
@@ -141,7 +142,7 @@ def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(
     of its blocks on the driver here), so it is still rebuilt after its worker dies."""
     import gc
 
-    from spartan.backend import ray_backend as rb
+    from spartan.backend import recovery as rb
 
     monkeypatch.setattr(rb, "COPY_MAX_BYTES", 0)
     sp.backend.session.use(ray_backend)
@@ -154,13 +155,13 @@ def test_lineage_of_deleted_arrays_is_forgotten_and_live_ones_still_rebuild(
     del kept_input  # its blocks go, but kept descends from them
     del gone
     gc.collect()
-    ray_backend._prune_at = 0  # prune at the next delete
+    ray_backend.pruning.prune_at = 0  # prune at the next delete
     sp.evaluate(sp.ones(3) * 2)  # any evaluation's clean-up deletes something
     gc.collect()
     uids = {key[0] for key, _ in ray_backend.lineage.made_by if isinstance(key, tuple)}
     assert gone_uid not in uids
     assert input_uid in uids
-    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    pid = ray_backend.pids[0]
     os.kill(pid, signal.SIGKILL)
     np.testing.assert_array_equal(kept.to_numpy(), src + 1)
 
@@ -173,11 +174,13 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
     and the block is rebuilt from its copy after its worker dies."""
     import gc
 
-    from spartan.backend import ray_backend as rb
+    import ray
+
+    from spartan.backend import recovery as rb
 
     sp.backend.session.use(ray_backend)
     monkeypatch.setattr(rb, "PRUNE_MIN", 16)
-    ray_backend._prune_at = 0
+    ray_backend.pruning.prune_at = 0
     rng = np.random.default_rng(0)
     data = rng.random((12, 4))
     x = sp.asarray(data)
@@ -193,7 +196,7 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
         sizes.append(len(ray_backend.lineage.made_by))
     made = ray_backend.lineage.made_by
     copies = [r for r in made.values() if r.value is not None and r.fn is None]
-    assert any(not isinstance(r.value, rb.ray.ObjectRef) for r in copies)
+    assert any(not isinstance(r.value, ray.ObjectRef) for r in copies)
     tiles = shallow._expr.data
     shallow_keys = {tiles.key(idx) for idx, _, _ in tiles.tiles()}
     assert all(made[(k, at)].fn is not None for k, at in made if k in shallow_keys)
@@ -203,7 +206,7 @@ def test_a_loop_over_a_small_array_keeps_its_lineage_short_and_still_recovers(
     # waits for it to double, as it should: the bound holds by the end of the loop.)
     assert max(sizes) < sizes[0] + 18 * 59
     assert max(sizes[-10:]) < sizes[0] + 200
-    pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+    pid = ray_backend.pids[0]
     os.kill(pid, signal.SIGKILL)
     np.testing.assert_allclose(w.to_numpy(), want)
     np.testing.assert_allclose((w * 2).to_numpy(), want * 2)
@@ -216,19 +219,19 @@ def test_a_log_that_copies_cannot_cut_is_pruned_when_it_doubles(ray_backend, mon
     PRUNE_MIN records, and its log only grows)."""
     import gc
 
-    from spartan.backend import ray_backend as rb
+    from spartan.backend import recovery as rb
 
     monkeypatch.setattr(rb, "COPY_MAX_BYTES", 0)
-    monkeypatch.setattr(ray_backend, "_copies_asked", [])  # (earlier tests' asks)
+    monkeypatch.setattr(ray_backend.pruning, "asked", [])  # (earlier tests' asks)
     sp.backend.session.use(ray_backend)
-    ray_backend._prune_at = 0
+    ray_backend.pruning.prune_at = 0
     x = sp.asarray(np.arange(12.0))
     y = x + 1
     sp.evaluate(y)
     del x
     gc.collect()  # the delete prunes
     kept = len(ray_backend.lineage.made_by)
-    assert ray_backend._prune_at == 2 * kept + rb.PRUNE_MIN
+    assert ray_backend.pruning.prune_at == 2 * kept + rb.PRUNE_MIN
     np.testing.assert_array_equal(y.to_numpy(), np.arange(12.0) + 1)
 
 
@@ -255,7 +258,7 @@ def test_recovery_does_not_bring_back_deleted_intermediates(ray_backend, monkeyp
     """Rebuilding a product by rows re-runs the copies of the whole operand its groups
     read and its per-group updates, which the first run had deleted: they are deleted
     again, not left on the workers and in the block map."""
-    from spartan.frontend import linalg
+    from spartan.frontend import products
     from spartan.frontend.join_update import JoinUpdate
 
     sp.backend.session.use(ray_backend)
@@ -265,7 +268,7 @@ def test_recovery_does_not_bring_back_deleted_intermediates(ray_backend, monkeyp
     x = sp.array(X, tiling=sp.Tiling.row(X.shape, 2 * P))
     y = sp.array(Y, tiling=sp.Tiling.row(Y.shape, P))
     z = sp.Array(
-        JoinUpdate(linalg._rows_times_whole, None, [x._expr, y._expr], [0, -1], (12, 6), float)
+        JoinUpdate(products._rows_times_whole, None, [x._expr, y._expr], [0, -1], (12, 6), float)
     )
     z._expr.tiling_hint = sp.Tiling.column((12, 6), P)  # updates cross workers
     sp.evaluate(z)
@@ -282,7 +285,7 @@ def test_recovery_does_not_bring_back_deleted_intermediates(ray_backend, monkeyp
 
     assert intermediates() == []
     before = held()
-    pid = ray_backend._get([ray_backend.actors[1].pid.remote()])[0]
+    pid = ray_backend.pids[1]
     os.kill(pid, signal.SIGKILL)
     np.testing.assert_allclose(z.to_numpy(), X @ Y)
     assert intermediates() == []
@@ -319,7 +322,7 @@ def test_periodic_checkpoint_replaces_lineage(tmp_path, ray_backend):
         key = x._expr.data.key((0, 0))
         record = ray_backend.lineage.made_by[(key, 0)]
         assert type(record.fn).__name__ == "LoadTile"
-        pid = ray_backend._get([ray_backend.actors[0].pid.remote()])[0]
+        pid = ray_backend.pids[0]
         os.kill(pid, signal.SIGKILL)
         np.testing.assert_array_equal(x.to_numpy(), expected)
     finally:
@@ -361,14 +364,14 @@ def test_html_repr_and_explain_render(local, tmp_path):
     assert "digraph" in ex.to_dot()
 
 
-def test_long_waits_log_progress_when_not_interactive(ray_backend, caplog):
+def test_long_waits_log_progress_when_not_interactive(ray_backend, caplog, monkeypatch):
     sp.backend.session.use(ray_backend)
     old = sp.config.progress_after
     sp.config.progress_after = 0.05
     try:
         import spartan.backend.ray_backend as rb
 
-        rb._interactive = lambda: False
+        monkeypatch.setattr(rb, "_interactive", lambda: False)
         with caplog.at_level(logging.INFO, logger="spartan"):
             slow = sp.map(_slow_double, sp.ones((40, 4)), dtype=float)
             sp.evaluate(slow)

@@ -15,7 +15,8 @@ array([ 0, -1, -2, -3])
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Sequence
+import threading
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -116,12 +117,34 @@ def interrupted(cancelled: int) -> KeyboardInterrupt:
 
 
 class Backend(Protocol):
-    """What the frontend needs from a set of workers."""
+    """What the frontend needs from a set of workers. Every member is there on every
+    backend (the frontend never probes with ``getattr``); a shut-down backend has
+    ``nworkers == 0``.
 
+    >>> be = spartan.backend.current()
+    >>> be.nworkers > 0, be.device in ("cpu", "gpu"), be.name in ("local", "ray")
+    (True, True, True)
+    """
+
+    #: how many workers hold blocks and run tasks (0 once shut down)
     nworkers: int
+    #: where the workers keep their blocks: ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy)
+    device: str
+    #: the backend's kind, as ``spartan.init(backend=...)`` names it
+    name: str
     #: whether the workers run in the driver's process (and so see its memory, e.g. an
     #: in-memory Zarr store)
     shares_driver_memory: bool
+    #: the node each worker runs on, by worker index
+    nodes: list[str]
+    #: a label attached to the tasks submitted from now on (workers count the bytes each
+    #: tag's tasks move: :attr:`Stats.bytes_by_tag`)
+    tag: Any
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held by an evaluation (and by every public call): one at a time in this
+        process."""
 
     def put(self, key: Key, value: Any, worker: int) -> None:
         """Store ``value`` under ``key`` on ``worker`` (counted as driver bytes)."""
@@ -190,6 +213,18 @@ class Backend(Protocol):
 
     def reset_stats(self) -> None:
         """Zero the counters."""
+
+    def worker_memory(self) -> list[int]:
+        """Each worker's free memory in bytes (its GPU's, on ``device="gpu"``)."""
+
+    def checkpointed(self, loads: Iterable[tuple[Key, int, Any]]) -> None:
+        """Blocks ``(key, worker)`` are in a complete checkpoint: a lost one is rebuilt
+        by its ``load`` task (no inputs) from now on, not from its lineage (a backend
+        that keeps no lineage has nothing to note)."""
+
+    def checkpoint_files_in_use(self) -> set[str]:
+        """The checkpoint tile files a rebuild of any live block could read: the others
+        may be deleted without making a block unrebuildable."""
 
     def cancel(self) -> int:
         """Stop the work submitted so far (Ctrl-C during a wait): tasks not started are

@@ -323,7 +323,7 @@ def decode(buf: np.ndarray, key: bytes, name: str) -> tuple[int, Any]:
     Raises :class:`Rejected` for anything that is not such a letter, whole."""
     if len(buf) < HEADER_BYTES:
         raise Rejected("too short")
-    magic, kind, meta_len, data_len, crc = _HEADER.unpack_from(buf)
+    magic, kind, meta_len, data_len, crc = _HEADER.unpack_from(buf.data)
     if magic != MAGIC:
         raise Rejected("not a spartan letter")
     data_at = _aligned(HEADER_BYTES + meta_len)
@@ -334,7 +334,7 @@ def decode(buf: np.ndarray, key: bytes, name: str) -> tuple[int, Any]:
     if not hmac.compare_digest(mac, bytes(buf[_HEADER.size : HEADER_BYTES])):
         raise Rejected("not from this session, or not this letter")
     data = buf[data_at:]
-    if zlib.crc32(data) != crc:
+    if zlib.crc32(data.data) != crc:
         raise Rejected("its data is damaged")
     if kind == _IN_RAY:
         return kind, None
@@ -612,7 +612,7 @@ def _take(path: str, key: bytes, name: str) -> Any:
         size = os.fstat(fd).st_size
         buf = np.empty(size, np.uint8)
         got = 0
-        while got < size and (n := os.readv(fd, [memoryview(buf)[got:]])):
+        while got < size and (n := os.readv(fd, [buf.data[got:]])):
             got += n
     finally:
         os.close(fd)

@@ -32,6 +32,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from spartan.backend.base import WorkerLostError
 from spartan.backend.device import to_host
 from spartan.backend.npy_header import read_header
 
@@ -122,7 +123,7 @@ def _write_npy(path: str, block: np.ndarray) -> str:
     except ValueError:  # a header over 64 KB (very many dimensions)
         head = io.BytesIO()
         np.lib.format.write_array_header_2_0(head, header)
-    data = block.reshape(-1).view(np.uint8) if block.nbytes else b""
+    data = block.reshape(-1).view(np.uint8).data if block.nbytes else b""
     h = hashlib.blake2b(digest_size=DIGEST_BYTES)
     h.update(head.getbuffer())
     h.update(data)
@@ -277,9 +278,7 @@ def lost_worker(error: BaseException) -> bool:
     was lost (so the task may be run again on its replacement), not that the task
     failed: Ray's errors for a dead actor or a lost object, and spartan's
     ``WorkerLostError`` where the backend defines one."""
-    ray_backend = sys.modules.get("spartan.backend.ray_backend")  # (only Ray loses workers)
-    if ray_backend is None:
+    ray_worker = sys.modules.get("spartan.backend.ray_worker")  # (only Ray loses workers)
+    if ray_worker is None:
         return False
-    lost = getattr(ray_backend, "WorkerLostError", None)
-    extra = (lost,) if isinstance(lost, type) and issubclass(lost, BaseException) else ()
-    return isinstance(error, (*ray_backend.LOSS_ERRORS, *extra))
+    return isinstance(error, (*ray_worker.LOSS_ERRORS, WorkerLostError))

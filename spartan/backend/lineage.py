@@ -125,7 +125,7 @@ class Lineage:
 
 
 def _reads(worker: int, inputs: Iterable[Any]) -> list[tuple[Key, int]]:
-    out = []
+    out: list[tuple[Key, int]] = []
     for inp in inputs:
         if isinstance(inp, Region):
             out.extend((p.key, p.worker) for p in inp.pieces)

@@ -18,7 +18,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -65,7 +65,7 @@ def free_queued() -> None:
             backend, keys = _freed.popleft()
         except IndexError:
             return
-        if not getattr(backend, "nworkers", 0):  # shut down since: its blocks went with it
+        if not backend.nworkers:  # shut down since: its blocks went with it
             continue
         try:
             backend.delete(keys)
@@ -78,7 +78,8 @@ def _free_if_idle() -> None:
     it does, at its next safe point. Never waits (a finalizer must not: the thread it
     interrupted may be the one holding the lock) and never runs inside this thread's
     own hold (the garbage collector may have interrupted it in a walk)."""
-    if not _freed or LOCK._is_owned():  # (RLock's own test: held by this thread)
+    # (RLock's own test, held by this thread: a CPython method typeshed leaves out)
+    if not _freed or LOCK._is_owned():  # type: ignore[attr-defined]
         return
     if not LOCK.acquire(blocking=False):
         return
@@ -97,8 +98,12 @@ class Master(ABC):
 
     #: in-process workers see the driver's memory; a subclass in other processes says no
     shares_driver_memory = True
+    #: what each backend says of itself (:class:`~spartan.backend.base.Backend`); a
+    #: shut-down backend has no workers
+    name = "master"
+    device = "cpu"
+    nworkers = 0
 
-    nworkers: int
     nodes: list[str]
 
     #: the public calls of a subclass that hold :data:`LOCK` (Master's own that do
@@ -269,6 +274,25 @@ class Master(ABC):
 
     def release_held(self) -> None:  # noqa: B027 -- a no-op unless the transport batches
         """Send whatever the transport holds back (queued tasks, batched deletes)."""
+
+    def cancel(self) -> int:
+        """Nothing outstanding to stop unless a transport sends work ahead: 0 skipped."""
+        return 0
+
+    def checkpointed(self, loads: Iterable[tuple[Key, int, Any]]) -> None:  # noqa: B027
+        """Nothing to note unless a transport rebuilds lost blocks from their lineage."""
+
+    def checkpoint_files_in_use(self) -> set[str]:
+        """No block is rebuilt from a file unless a transport rebuilds lost blocks."""
+        return set()
+
+    @abstractmethod
+    def fetch_many(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
+        """Several fetches ``(key, worker, index)`` with one wait."""
+
+    @abstractmethod
+    def worker_memory(self) -> list[int]:
+        """Each worker's free memory in bytes."""
 
     @guarded
     def stats(self, tags: Collection[Any] | None = None) -> Stats:

@@ -38,7 +38,7 @@ def run_on_workers(
     doing: str,
     undone: str,
     tries: int = TRIES,
-) -> dict[int, Any]:
+) -> dict[Hashable, Any]:
     """Run each task ``name: (worker, fn, inputs)`` (``fn`` returns ``(result,)``: no
     outputs, a small result) and return the results by name. The tasks go out
     together; one whose worker was lost runs again on its replacement, up to ``tries``

@@ -215,8 +215,9 @@ def watch_exits(slot: RunningSlot | None) -> None:
             noted(f"signal.raise_signal({_signal_name(sig)})")
         raise_signal(sig)
 
-    for fn in (_exit, _abort, _kill, _killpg, _raise_signal):
-        fn._spartan_watched = True  # type: ignore[attr-defined]
+    watched: tuple[Any, ...] = (_exit, _abort, _kill, _killpg, _raise_signal)
+    for fn in watched:
+        fn._spartan_watched = True
     os._exit, os.abort = _exit, _abort  # type: ignore[assignment]
     os.kill, os.killpg = _kill, _killpg  # type: ignore[assignment]
     signal.raise_signal = _raise_signal  # type: ignore[assignment]

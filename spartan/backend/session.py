@@ -146,7 +146,7 @@ def _free_share(cpus: float, gpus: float) -> int:
     for the other driver to exit."""
     import ray
 
-    from spartan.backend.ray_backend import free_workers
+    from spartan.backend.worker_env import free_workers
 
     n = free_workers(cpus, gpus)
     if n >= 1:
@@ -169,10 +169,13 @@ def _free_share(cpus: float, gpus: float) -> int:
 def _cpus_held(backend: Backend) -> tuple[float, float] | None:
     """For a Ray backend on a joined cluster: the cluster's free CPUs now and the CPUs
     its workers hold (see :func:`_await_release`); None otherwise."""
-    if getattr(backend, "name", None) != "ray" or not backend.nworkers or not joined_cluster():
+    if backend.name != "ray" or not backend.nworkers or not joined_cluster():
         return None
     import ray
 
+    from spartan.backend.ray_backend import RayBackend
+
+    assert isinstance(backend, RayBackend)  # (the only backend named "ray")
     return ray.available_resources().get("CPU", 0.0), backend.nworkers * backend.cpus
 
 
@@ -336,6 +339,7 @@ def init(
             log.info("superseding a failed background start: %r", pending.error)
         elif pending is not None:
             if _current is None and args == pending.args:
+                assert pending.backend is not None  # (no error: it started)
                 _current = pending.backend
                 return _current
             assert pending.backend is not None
@@ -441,6 +445,7 @@ def _record_ray_processes() -> None:
     import ray
 
     node = ray._private.worker._global_node
+    assert node is not None  # (this driver has just started Ray)
     roots = [info.process.pid for infos in node.all_processes.values() for info in infos]
     found: dict[int, list[Any]] = {}
     for pid in roots:
@@ -586,7 +591,11 @@ def check_cluster_security(address: str, gcs_address: str | None) -> None:
     its ports can run code on it as the user who started it."""
     if gcs_address is None:
         host = urllib.parse.urlsplit(address).hostname or ""
-        from ray._raylet import AuthenticationMode, get_authentication_mode
+        # (Ray's own typing of its compiled module lacks these)
+        from ray._raylet import (  # type: ignore[attr-defined]
+            AuthenticationMode,
+            get_authentication_mode,
+        )
 
         # this client sent no token, and the cluster let it in
         token = get_authentication_mode() != AuthenticationMode.DISABLED

@@ -40,8 +40,8 @@ SHM_DIR = "/dev/shm"
 MIN_BYTES = 1 << 20
 #: the zone's smallest size (it grows by doubling, so a few sizes are ever made)
 FIRST_BYTES = 16 << 20
-#: fault every page of a mapping in at once (a write faulting page by page took
-#: 20 ms per 32 MB here, 4 ms once mapped)
+#: fault every page of a mapping in at once (a write that faults its pages one by one
+#: is several times slower than one into a mapping already populated)
 _POPULATE = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)  # (0: Windows)
 
 

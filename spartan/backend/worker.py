@@ -284,10 +284,9 @@ def _stand_in_frame(filename: str, lineno: int, name: str) -> tuple[types.FrameT
     else:
         source, text = "h()", ""
     code = compile(source, filename, "exec")
-    names = {"co_name": name}
+    code = code.replace(co_name=name)
     if sys.version_info >= (3, 11):
-        names["co_qualname"] = name
-    code = code.replace(**names)
+        code = code.replace(co_qualname=name)
     frames: list[types.FrameType] = []
     exec(code, {"h": lambda: frames.append(sys._getframe(1)), "__name__": name})
     lasti = -1
@@ -387,6 +386,9 @@ class RowStack:
 class Worker:
     """Holds blocks by key and runs tasks; counts bytes that arrive from elsewhere."""
 
+    #: this worker's counts since the last :meth:`reset_stats` (:meth:`stats`)
+    counters: dict[str, int]
+
     def __init__(self, index: int, node: str = "", device: str = "cpu") -> None:
         self.index = index
         self.node = node or os.uname().nodename
@@ -443,6 +445,7 @@ class Worker:
             if isinstance(block, TaskFailed):
                 return block
             parts.append(take(block, p.src, p.perm))
+        assert region.shape is not None and region.dtype is not None  # (an array's)
         fill(shared_output.attach(path, region.shape, region.dtype), region.pieces, parts)
         self.counters["bytes_to_driver"] += sum(nbytes_of(p) for p in parts)
         return None

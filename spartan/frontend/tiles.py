@@ -66,7 +66,7 @@ def _owner(tiling: Tiling, idx: Sequence[int], nworkers: int, reader: int) -> in
 
 def _release(backend_ref: weakref.ref, keys: list) -> None:
     backend = backend_ref()
-    if backend is not None and getattr(backend, "nworkers", 0):
+    if backend is not None and backend.nworkers:
         try:
             # queued, not deleted here: a finalizer runs in any thread, at any allocation,
             # maybe inside the backend's own walk over the maps a delete changes
@@ -110,7 +110,7 @@ def pieces(
 ) -> list[Piece]:
     """Pieces for selection ``sel`` of ``tiles``, laid out as a region whose axes are
     ``out_axes`` (a base axis per region axis, None for a new unit axis)."""
-    if not getattr(tiles.backend, "nworkers", 0):
+    if not tiles.backend.nworkers:
         raise RuntimeError(
             "this array was computed by a spartan session that has been shut down; "
             "use save_checkpoint/load_checkpoint to carry arrays between sessions"
