@@ -18,7 +18,6 @@ files only once complete, and keep the newest ``config.checkpoint_keep`` of them
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -43,8 +42,9 @@ from spartan.backend.checkpoint import (
 )
 from spartan.backend.rerun import run_on_workers
 from spartan.frontend.array import Array
-from spartan.frontend.evaluate import evaluate
+from spartan.frontend.evaluate import after_evaluation, evaluate
 from spartan.frontend.expr import Expr
+from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
 
 log = logging.getLogger("spartan")
@@ -61,7 +61,7 @@ def _materialized(x: Any) -> Expr:
     from spartan.frontend.manipulation import copy
 
     a = asarray(x)
-    if a._expr.is_view:
+    if isinstance(a._expr, View):
         a = copy(a)
     evaluate(a._expr)
     return a._expr
@@ -200,8 +200,7 @@ def _write_tiles(
     be = session.current()
     # one evaluation at a time: the save's tasks and waits are one (re-entrant: a
     # periodic checkpoint saves inside its evaluation)
-    holding = getattr(be, "evaluating", None)
-    with holding() if holding is not None else contextlib.nullcontext():
+    with be.evaluating():
         return _write_rounds(be, directory, by_worker, what)
 
 
@@ -464,7 +463,9 @@ class PeriodicCheckpoint:
         arrays = {
             f"n{node.uid}": node
             for node in nodes
-            if node.data is not None and not node.is_view and _holdable(np.dtype(node.dtype))
+            if node.data is not None
+            and not isinstance(node, View)
+            and _holdable(np.dtype(node.dtype))
         }
         if not arrays:
             return
@@ -493,10 +494,7 @@ class PeriodicCheckpoint:
         # (temporaries of a worker killed as it wrote)
         _remove_files(directory, _leftovers(directory, token) - written.files())
         # complete: from now on its arrays' lost tiles are read back from it
-        lineage = getattr(be, "lineage", None)
-        if lineage is not None:
-            for key, w, load in written.loads:
-                lineage.saved(key, w, load)
+        be.checkpointed(written.loads)
         self.made.append(_Periodic(directory, written.entries, time.time(), weakref.ref(be)))
         self.count += 1
         self.last = time.monotonic()
@@ -524,13 +522,7 @@ class PeriodicCheckpoint:
         old, newest = self.made[:-keep], self.made[-keep:]
         if not old:
             return
-        lineage = getattr(be, "lineage", None)
-        where = getattr(be, "where", {})
-        in_use = (
-            lineage.files_in_use((k, w) for k, ws in where.items() for w in ws)
-            if lineage is not None
-            else set()
-        )
+        in_use = be.checkpoint_files_in_use()
         left = []
         for made in old:
             owner = made.backend()
@@ -542,3 +534,5 @@ class PeriodicCheckpoint:
 
 
 periodic = PeriodicCheckpoint()
+# every evaluation offers its new arrays (evaluate does not import this module)
+after_evaluation.append(periodic)

@@ -1,5 +1,9 @@
 """Evaluation: order the pending graph, choose tilings, fuse, lower, wait.
 
+The lowering strategy of every node is chosen here, in :func:`_lower`, before any node
+is lowered: tiles of its own, fused into its consumer (:func:`fusable`), or computed in
+row chunks inside its consumer (:func:`spartan.frontend.pipeline.row_pipelines`).
+
 >>> y = spartan.evaluate(x + 1)
 """
 
@@ -8,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -17,13 +22,30 @@ from spartan.backend.master import free_queued
 from spartan.config import config
 from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
-from spartan.frontend.fold import Fold
 from spartan.frontend.lowering import Lowering, identity, read_pieces
 from spartan.frontend.map import Map
 from spartan.frontend.pipeline import row_pipelines
+from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
 
 log = logging.getLogger("spartan")
+
+
+class AfterEvaluation(Protocol):
+    """Work done with an evaluation's new arrays after its wait (periodic checkpoints,
+    :mod:`spartan.frontend.checkpoint`, register here: this module does not import them)."""
+
+    def due(self) -> bool:
+        """Whether :meth:`after` will use the nodes (they are then kept until the wait)."""
+        ...
+
+    def after(self, nodes: list[Expr]) -> None:
+        """Called after the wait with the lowered nodes (empty when not due)."""
+        ...
+
+
+#: what every evaluation calls after its wait, in order
+after_evaluation: list[AfterEvaluation] = []
 
 
 def pending_order(roots: Sequence[Expr]) -> list[Expr]:
@@ -36,7 +58,7 @@ def pending_order(roots: Sequence[Expr]) -> list[Expr]:
         if expanded:
             order.append(node)
             continue
-        if node.uid in seen or (node.data is not None and not node.is_view):
+        if node.uid in seen or (node.data is not None and not isinstance(node, View)):
             continue
         seen.add(node.uid)
         stack.append((node, True))
@@ -74,27 +96,21 @@ def fusable(
     for node in order:
         users = consumers.get(node.uid, [])
         if (
-            not isinstance(node, Map)
+            not node.fusable
             or node.uid in root_ids
             or node.tiling_hint is not None
             or not users
             or any(u.children.count(node) != 1 for u in users)
         ):
             continue
-        if len(users) == 1 and (
-            (isinstance(users[0], Map) and users[0].shape == node.shape)
-            or isinstance(users[0], Fold)
-        ):
-            if (
-                tilings is None
-                or isinstance(users[0], Fold)
-                or tilings[node.uid] == tilings[users[0].uid]
-            ):
+        if len(users) == 1 and users[0].fuses(node, None):
+            # (the consumer's own rule, e.g. a map's: same shape, tiled alike)
+            if users[0].fuses(node, tilings):
                 fused.add(node.uid)
         elif (
             tilings is not None
             and node.shape == ()
-            and all(isinstance(u, Map) for u in users)
+            and all(u.inlines_fused for u in users)
             and _replicated_reads(node, tilings, fused)
         ):
             fused.add(node.uid)
@@ -106,7 +122,9 @@ def _replicated_reads(node: Expr, tilings: dict[int, Tiling], fused: set[int]) -
     fused maps inside it are walked without recursion: a chain is as deep as its loop)."""
 
     def replicated(e: Expr) -> bool:
-        tiling = e.data.tiling if e.data is not None and not e.is_view else tilings.get(e.uid)
+        tiling = (
+            e.data.tiling if e.data is not None and not isinstance(e, View) else tilings.get(e.uid)
+        )
         return tiling is not None and tiling.replicated
 
     stack, seen = [node], {node.uid}
@@ -142,9 +160,8 @@ def _evaluate_then_fetch(
     Thread-safe: one evaluation at a time (:meth:`~spartan.backend.master.Master.evaluating`);
     the pending graph is found holding the backend, so a node another thread evaluated
     meanwhile is not evaluated twice."""
-    if all(e.data is not None and not e.is_view for e in exprs):
+    if all(e.data is not None and not isinstance(e, View) for e in exprs):
         return None  # (without starting a backend)
-    from spartan.frontend.checkpoint import periodic  # (it imports this module)
 
     backend = session.current()
     # the temporaries an evaluation frees (most when its graph goes) leave each worker
@@ -164,7 +181,8 @@ def _evaluate_then_fetch(
                 node.done()
             if then is not None:
                 then()
-            saving = lowered if periodic.due() else []
+            hooks = list(after_evaluation)
+            saving = lowered if any(h.due() for h in hooks) else []
             # the graph's last references: its temporaries are freed behind the tasks
             # just sent, while they run, not after the wait (their finalizers queued
             # them: this is a safe point to delete them)
@@ -176,7 +194,8 @@ def _evaluate_then_fetch(
                 # the next plan
                 planning.learn_later(planned, backend.stats_later(planned.tags))
             out = backend.wait(regions)
-            periodic.after(saving)
+            for hook in hooks:
+                hook.after(saving)
         except KeyboardInterrupt as interrupt:
             raise _interrupted(backend, interrupt, order) from None
     log.debug("evaluated in %.3f s", time.perf_counter() - start)
@@ -193,10 +212,9 @@ def _interrupted(
     one whose lowering was cut off has none (tiles are set once all their tasks are
     submitted) and stays pending, its inputs kept."""
     if getattr(interrupt, "spartan_cancelled", None) is None:
-        cancel = getattr(backend, "cancel", None)
-        interrupt = interrupted(cancel() if cancel is not None else 0)
+        interrupt = interrupted(backend.cancel())
     for node in order or ():
-        if node.data is not None and not node.is_view:
+        if node.data is not None and not isinstance(node, View):
             node.done()
     return interrupt.with_traceback(None)  # (the frames of the backend's wait go)
 
@@ -219,7 +237,7 @@ def _lower(
     ctx = Lowering(backend, tilings, fused, pipes)
     for expr, tiling in planned.retile if planned is not None else ():
         retile_evaluated(ctx, expr, tiling)
-    lowered = [n for n in order if n.uid not in fused and not n.is_view]
+    lowered = [n for n in order if n.uid not in fused and not isinstance(n, View)]
     memory.check(lowered, tilings, backend.nworkers, planning.device_free(backend))
     try:
         for node in lowered:

@@ -15,6 +15,7 @@ from spartan.backend import session
 from spartan.frontend.evaluate import pending_order
 from spartan.frontend.expr import Expr
 from spartan.frontend.planning import Planned, choose
+from spartan.frontend.view import base_of
 
 
 class Explanation:
@@ -96,7 +97,7 @@ def explain(x: Any) -> Explanation:
     """The plan for ``x``: each node's chosen tiling and predicted bytes (and, once
     evaluated, the bytes the workers measured moving for it)."""
     expr: Expr = x._expr if hasattr(x, "_expr") else x
-    target = expr.base if expr.is_view else expr
+    target = base_of(expr)
     if target.planned is not None:
         return Explanation(target.planned, evaluated=True)
     order = pending_order([expr])

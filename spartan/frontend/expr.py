@@ -4,6 +4,15 @@ Every node knows its ``shape`` and ``dtype`` when it is built (NumPy's rules), a
 lowers itself to per-tile tasks in :meth:`Expr.lower` once the tiling of every node has
 been chosen. An evaluated node keeps its :class:`~spartan.frontend.tiles.Tiles`
 (``data``), so shared sub-expressions run once.
+
+Each operator class carries its own facts as methods, with the defaults here: its node
+in the optimizer's program (:meth:`Expr.program_node`), its local tiling rule
+(:meth:`Expr.local_tiling`), whether it is computed inside its consumer
+(:attr:`Expr.fusable`, :meth:`Expr.fuses`) and whether row pipelines may compute it
+in row chunks (:meth:`Expr.row_local` and the methods after it). Planning, fusion and
+the row pipelines ask these methods; none of them lists the operators. A new operator
+is one module with its subclass, registered with :func:`register` (see
+docs/architecture.md, "Adding an operator").
 """
 
 from __future__ import annotations
@@ -12,14 +21,17 @@ import itertools
 import math
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from spartan.tiling import Box, Tiling, box_shape
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from spartan.frontend.lowering import Lowering
+    from spartan.frontend.optimizer import Program
     from spartan.frontend.optimizer.storage import StorageChunks
     from spartan.frontend.tiles import Tiles
     from spartan.frontend.viewmap import ViewMap
@@ -33,9 +45,6 @@ _unevaluated: weakref.WeakSet[Expr] = weakref.WeakSet()
 
 class Expr:
     """A lazy array: shape, dtype, inputs, and (once evaluated) its tiles."""
-
-    #: views read through to their base and never hold tiles of their own
-    is_view = False
 
     def __init__(self, shape: Sequence[int], dtype: Any, children: Sequence[Expr] = ()) -> None:
         self.uid = next(_uids)
@@ -121,8 +130,130 @@ class Expr:
         self.pending = 0
         self.depth = 0
 
+    # -- planning (spartan.frontend.planning) ------------------------------------------
+
+    #: the shape is known before the node is computed (a filter's length is not): only
+    #: then may a small node be kept whole on every worker
+    shape_known = True
+
+    def program_node(self, p: Program, ins: list[int]) -> int | None:
+        """This node in the optimizer's program ``p`` (``ins``: its inputs' nodes), built
+        with the :class:`~spartan.frontend.optimizer.Program` methods; None for an
+        operator the optimizer has no profile for (a new array, a stored array): its
+        output tiling is then free but for the chunks :meth:`storage` reads."""
+        return None
+
+    def local_tiling(self, tiling_of: Callable[[Expr], Tiling]) -> Tiling | None:
+        """The tiling the local rules give this node, knowing its inputs' (``tiling_of``),
+        where the optimizer is not asked; None for the default row tiling."""
+        return None
+
+    # -- fusion (spartan.frontend.evaluate.fusable) ------------------------------------
+
+    #: the node may be computed inside its consumers' tasks instead of into tiles of
+    #: its own: a map, whose function joins the consumer's kernel (consumers inline it
+    #: through :meth:`spartan.frontend.map.Map.tree`, so only maps set this)
+    fusable = False
+    #: a map-like consumer whose kernel inlines any fusable input: a replicated 0-d map
+    #: read only by such consumers is computed again inside each (a fold inlines a
+    #: fused map too, but is left out of this rule)
+    inlines_fused = False
+
+    def fuses(self, producer: Expr, tilings: dict[int, Tiling] | None) -> bool:
+        """Whether this node, the only consumer of the fusable ``producer``, computes it
+        inside its own tasks under ``tilings`` (None: tilings not chosen yet)."""
+        return False
+
+    # -- row pipelines (spartan.frontend.pipeline) -------------------------------------
+
+    def row_candidate(self) -> bool:
+        """Pending, free to tile, and with rows to chunk: what every row-local node is."""
+        return (
+            self.data is None
+            and self.tiling_hint is None
+            and len(self.shape) > 0
+            and self.shape[0] >= 2
+        )
+
+    def row_local(self) -> bool:
+        """Output row ``i`` depends only on row ``i`` of the inputs read by rows, so a
+        row pipeline may compute this node chunk by chunk inside its consumer (it then
+        also defines :meth:`row_operands` and :meth:`row_tree`)."""
+        return False
+
+    def row_operands(self) -> list[tuple]:
+        """A row-local node's operands in its row tree: ``("op", self, child)`` (read by
+        rows where aligned), ``("leaf", child, False)`` (read whole) or
+        ``("const", value)``."""
+        raise TypeError(f"{type(self).__name__} is not row-local")
+
+    def row_tree(self, subtrees: tuple) -> tuple:
+        """A row-local node as a pipeline tree node over its operands' ``subtrees``."""
+        raise TypeError(f"{type(self).__name__} is not row-local")
+
+    def row_aligned(self, child: Expr, index: int = 0) -> bool:
+        """Whether this node reads row ``i`` of its input ``index`` (``child``: a node or
+        a view of it) for its own row ``i`` (else that input is read whole)."""
+        n = self.shape[0] if self.shape else 0
+        return bool(child.shape) and child.shape[0] == n and n > 1
+
+    def sums_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A consumer that sums over rows, so row chunks of its pipelined inputs may be
+        reduced one by one (a pipeline's sink)."""
+        return False
+
+    def makes_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A consumer whose own tiles, when it is not itself pipelined, a pipeline over
+        its input makes row chunk by row chunk."""
+        return False
+
+    def row_axes(self) -> tuple[int, ...]:
+        """Per input of a sink, the axis it reads in row chunks (-1: whole)."""
+        return (-1,) * len(self.children)
+
+    #: several pipelines reading this row-local node each compute it (cheap element-wise
+    #: work); False for nodes costly to recompute, made once as tiles instead
+    recomputed_per_pipeline = True
+
     def __repr__(self) -> str:
         return f"<{self.label} #{self.uid} shape={self.shape} dtype={self.dtype}>"
+
+
+#: the registered operators by class name (:func:`register`): every class whose nodes
+#: compute tiles (a :class:`~spartan.frontend.view.View` computes none: it reads its
+#: base's), listed for tools and tests; planning and lowering read each class's facts
+OPERATORS: dict[str, type[Expr]] = {}
+
+E = TypeVar("E", bound=type[Expr])
+
+
+def register(cls: E) -> E:
+    """Register an operator class (a decorator): its facts are its methods, so this is
+    the one line a new operator adds besides its module. Checks that the class lowers
+    itself and, if it may be row-local, that it says how its rows are computed.
+
+    >>> @register
+    ... class Twice(Expr):
+    ...     def lower(self, ctx): ...
+    >>> OPERATORS.pop("Twice") is Twice
+    True
+    """
+    if not issubclass(cls, Expr):
+        raise TypeError(f"{cls.__name__} is not an Expr subclass")
+    if cls.lower is Expr.lower:
+        raise TypeError(f"operator {cls.__name__} must define lower()")
+    if cls.row_local is not Expr.row_local and (
+        cls.row_operands is Expr.row_operands or cls.row_tree is Expr.row_tree
+    ):
+        raise TypeError(f"row-local operator {cls.__name__} must define row_operands/row_tree")
+    known = OPERATORS.get(cls.__name__)
+    if known is not None and (known.__module__, known.__qualname__) != (
+        cls.__module__,
+        cls.__qualname__,
+    ):
+        raise ValueError(f"an operator named {cls.__name__} is registered already ({known})")
+    OPERATORS[cls.__name__] = cls
+    return cls
 
 
 def broadcast_box(box: Box, shape: Sequence[int]) -> Box:
@@ -135,4 +266,4 @@ def full_box(shape: Sequence[int]) -> Box:
     return tuple((0, int(n)) for n in shape)
 
 
-__all__ = ["Expr", "broadcast_box", "full_box", "box_shape"]
+__all__ = ["Expr", "OPERATORS", "register", "broadcast_box", "full_box", "box_shape"]

@@ -35,12 +35,13 @@ from spartan.backend.device import array_module, asarray_in
 from spartan.backend.device import ufunc_at as device_ufunc_at
 from spartan.frontend.array import Array
 from spartan.frontend.creation import arange, asarray
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering
 from spartan.frontend.manipulation import broadcast_to, resize
 from spartan.frontend.reductions import normalize_axes
 from spartan.frontend.tiles import Tiles
 from spartan.frontend.ufuncs import elementwise
+from spartan.frontend.view import View
 from spartan.tiling import Tiling, piece_of
 
 
@@ -118,6 +119,7 @@ class _Assemble:
         return out
 
 
+@register
 class Take(Expr):
     """``take(x, idx, axis)`` for a 1-d integer ``idx`` (see the module docstring).
 
@@ -172,9 +174,9 @@ def _slabs(ctx: Lowering, x: Expr, axis: int):
     its first tile, so an array cut only along ``axis`` moves nothing)."""
     nw = ctx.backend.nworkers
     t = ctx.tiling(x)
-    parts = t.cuts[axis] if not t.replicated and not x.is_view else nw
+    parts = t.cuts[axis] if not t.replicated and not isinstance(x, View) else nw
     slabs = Tiling.along(x.shape, axis, max(1, parts))
-    if t.replicated or x.is_view:
+    if t.replicated or isinstance(x, View):
         return slabs, lambda sidx: slabs.worker_of(sidx, nw)
     n = x.shape[axis]
 
@@ -215,6 +217,7 @@ def _last_writes(xp: Any, local: Any, vals: Any) -> tuple[Any, Any]:
     return local[keep], vals[keep]
 
 
+@register
 class Scatter(Expr):
     """``base`` with ``base[idx] = values`` along axis 0 (``values`` shaped
     ``idx.shape + base.shape[1:]``), as a functional update; with ``ufunc``,

@@ -10,14 +10,19 @@ array([3., 4., 5.])
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.tiles import Tiles
 from spartan.tiling import Tiling
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 
 def _compress(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
@@ -28,6 +33,7 @@ def _compress(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
     return out, int(out.size)
 
 
+@register
 class Filter(Expr):
     """Selected elements of ``values`` (a row-contiguous 1-d result).
 
@@ -35,8 +41,13 @@ class Filter(Expr):
     counts the selected elements per tile first (``compress_mask`` evaluates it at once).
     """
 
+    shape_known = False
+
     def __init__(self, values: Expr, mask: Expr) -> None:
         super().__init__((0,), values.dtype, [values, mask])
+
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        return p.filter(ins[0], ins[1], self.children[0].size // 2, name=self.label)
 
     def compute(self, ctx: Lowering) -> None:
         values, mask = self.children

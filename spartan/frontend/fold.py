@@ -25,14 +25,15 @@ from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module
 from spartan.backend.worker import stop_if_cancelled
 from spartan.config import config
-from spartan.frontend.expr import Expr, broadcast_box
-from spartan.frontend.lowering import Lowering, WholeReads
+from spartan.frontend.expr import Expr, broadcast_box, register
+from spartan.frontend.lowering import Lowering, RowInputLike, WholeReads, chunk_rows, row_groups
 from spartan.frontend.map import CHUNK, Kernel, Map
 from spartan.frontend.taskgrid import Grid, input_grid
+from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
 
 if TYPE_CHECKING:
-    from spartan.frontend.pipeline import RowInput
+    from spartan.frontend.optimizer import Program
 
 Local = Callable[[np.ndarray, tuple[int, ...], Box], np.ndarray]
 
@@ -109,7 +110,9 @@ def reduce_rows(
 class _GroupPartial:
     """Task function: the partials of one worker's tiles of a kept region, combined."""
 
-    def __init__(self, parts: list[_LocalTask], nleaves: int, combine: Callable[[Any, Any], Any]):
+    def __init__(
+        self, parts: list[Callable[..., Any]], nleaves: int, combine: Callable[[Any, Any], Any]
+    ):
         self.parts, self.nleaves, self.combine = parts, nleaves, combine
         # the inputs each part reads only in row chunks (see Worker._gather)
         self.row_stacks = tuple(
@@ -155,8 +158,13 @@ class _CombineTask:
         return array_module(out).asarray(out).astype(self.dtype, copy=False)
 
 
+@register
 class Fold(Expr):
     """Reduce ``child`` over ``axes`` (the output drops them; keepdims is a view)."""
+
+    #: narrow and costly to recompute (k-means' labels read a whole distance matrix):
+    #: several pipelines reading a fold share its tiles
+    recomputed_per_pipeline = False
 
     def __init__(
         self,
@@ -187,6 +195,59 @@ class Fold(Expr):
     def label(self) -> str:
         return f"fold({self.name})"
 
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        size = self.dtype.itemsize
+        return p.fold(ins[0], self.axes, size, self.partial_dtype.itemsize, self.label)
+
+    def local_tiling(self, tiling_of: Callable[[Expr], Tiling]) -> Tiling | None:
+        """The input's cuts of the kept axes, where it cuts any of them."""
+        t_in = tiling_of(self.children[0])
+        kept = [c for i, c in enumerate(t_in.cuts) if i not in self.axes]
+        if not t_in.replicated and kept and any(c > 1 for c in kept):
+            return Tiling(tuple(kept))
+        return None
+
+    def fuses(self, producer: Expr, tilings: dict[int, Tiling] | None) -> bool:
+        """A map feeding only this fold is computed in its tasks, whatever the tilings."""
+        return True
+
+    def row_local(self) -> bool:
+        """A fold over other axes than the rows (each row reduced on its own)."""
+        return self.row_candidate() and 0 not in self.axes and self.children[0].ndim >= 2
+
+    def row_operands(self) -> list[tuple]:
+        return [("op", self, self.children[0])]
+
+    def row_tree(self, subtrees: tuple) -> tuple:
+        direct = self.direct or _Finalized(self.local, self.final)
+        return ("fold", direct, self.axes, subtrees[0], self.dtype, self.uid)
+
+    def row_axes(self) -> tuple[int, ...]:
+        return (0,)
+
+    def sums_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A fold over axis 0 whose planned input tiles cut only the rows (its tasks then
+        compute whole rows)."""
+        t = tilings.get(self.children[0].uid)
+        return (
+            0 in self.axes
+            and not self.ordered
+            and t is not None
+            and not t.replicated
+            and t.cuts[0] > 1
+            and all(c == 1 for c in t.cuts[1:])
+        )
+
+    def makes_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A row-local fold tiled by rows alone: each row tile from its input's rows."""
+        t = tilings.get(self.uid)
+        return (
+            self.row_local()
+            and t is not None
+            and not t.replicated
+            and all(c == 1 for c in t.cuts[1:])
+        )
+
     def lower(self, ctx: Lowering) -> None:
         child = self.children[0]
         t_in = ctx.tiling(child)
@@ -198,8 +259,6 @@ class Fold(Expr):
             self._lower_tile_rows(ctx, piped[0])
             return
         if piped:  # the child is computed here in row chunks (spartan.frontend.pipeline)
-            from spartan.frontend.pipeline import FoldRows  # it builds on this module
-
             (ri,) = piped
             cuts = Tiling.row(in_shape, max(cuts[0], ri.row_cuts(ctx))).cuts
             leaves = [leaf for leaf, _ in ri.leaves]
@@ -207,7 +266,7 @@ class Fold(Expr):
             leaves = []
             kernel = Kernel(child.tree(ctx, leaves), child.dtype, child.fully_elementwise(ctx))
         nw = ctx.backend.nworkers
-        if child.is_view and not piped:
+        if isinstance(child, View) and not piped:
             # a view's tasks follow its base's tiles (an offset or strided view too):
             # each reads its own worker's part of the view (spartan.frontend.taskgrid)
             grid = input_grid(ctx, child)
@@ -241,16 +300,7 @@ class Fold(Expr):
             for _, box in members:
                 if piped:
                     inputs += ri.regions(ctx, box[0], w, fetched)
-                    parts.append(
-                        FoldRows(
-                            ri,
-                            self.local,
-                            self.combine,
-                            self.axes,
-                            box,
-                            config.pipeline_chunk_bytes,
-                        )
-                    )
+                    parts.append(ri.fold_rows(self.local, self.combine, self.axes, box))
                     continue
                 boxes, task = self._tile_task(kernel, leaves, box, final=False)
                 inputs += [ctx.region(leaf, b, w) for leaf, b in zip(leaves, boxes)]
@@ -304,8 +354,6 @@ class Fold(Expr):
                 for leaf, b, r in zip(leaves, boxes, by_rows)
                 if r
             )
-            from spartan.frontend.pipeline import chunk_rows  # it builds on this module
-
             # no more elements than the kernel computes in one go (it would chunk again)
             rows = min(
                 chunk_rows(row_bytes, config.pipeline_chunk_bytes),
@@ -315,10 +363,8 @@ class Fold(Expr):
         task = _LocalTask(k, self.local, self.axes, box, dtype, fin, rows, self.combine, by_rows)
         return boxes, task
 
-    def _lower_tile_rows(self, ctx: Lowering, ri: RowInput) -> None:
+    def _lower_tile_rows(self, ctx: Lowering, ri: RowInputLike) -> None:
         """Each row tile of the output from its rows of the pipelined child."""
-        from spartan.frontend.pipeline import FoldTile, row_groups
-
         tiles = ctx.new_tiles(self)
         n = self.children[0].shape[0]
         bounds = ri.row_bounds(ctx, n)
@@ -329,15 +375,7 @@ class Fold(Expr):
             for lo, hi in row_groups(*box[0], bounds):
                 groups.append((lo - box[0][0], lo, hi))
                 inputs += ri.regions(ctx, (lo, hi), w, fetched)
-            task = FoldTile(
-                ri,
-                direct,
-                self.axes,
-                box_shape(box),
-                self.dtype,
-                groups,
-                config.pipeline_chunk_bytes,
-            )
+            task = ri.fold_tile(direct, self.axes, box_shape(box), self.dtype, groups)
             ctx.backend.submit(w, task, inputs, [tiles.key(idx)])
         fetched.release()
         self.data = tiles

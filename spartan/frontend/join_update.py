@@ -30,17 +30,20 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module, contiguous
-from spartan.config import config
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering, WholeReads
 from spartan.frontend.tiles import axis_runs
+from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class _JoinTask:
         self.f_join, self.groups, self.nin, self.f_accum = f_join, groups, nin, f_accum
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
         #: a :class:`~spartan.frontend.pipeline.ChunkedJoin` when inputs are pipelined
+        #: (given by the lowering: this module does not import the pipelines)
         self.chunked = chunked
         #: output tiles whose every update comes from this task: target -> _Accumulate
         self.finish = finish or {}
@@ -311,6 +315,7 @@ def _cut_along_one_axis(places: Sequence[tuple[slice, ...]], shape: tuple[int, .
     return edge == shape[axis]
 
 
+@register
 class JoinUpdate(Expr):
     """The output of a ``join_update`` (see the module docstring)."""
 
@@ -359,6 +364,63 @@ class JoinUpdate(Expr):
     def label(self) -> str:
         return self.name
 
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        n = self.ninputs
+        base = ins[n] if self.has_base else None
+        return p.join_update(
+            ins[:n],
+            self.axes,
+            self.shape,
+            self.dtype.itemsize,
+            self.update_axis,
+            self.site,
+            self.groups,
+            base,
+            self.label,
+        )
+
+    def _is_dot_a(self) -> bool:
+        """A ``dot(a)`` product (``f(X) @ W``): row ``i`` of the output from row ``i``
+        of ``X`` and the whole of ``W``."""
+        return (
+            self.name == "dot(a)"
+            and self.f_accum is None
+            and not self.has_base
+            and self.axes == (0, -1)
+        )
+
+    def row_local(self) -> bool:
+        return self.row_candidate() and self._is_dot_a()
+
+    def row_operands(self) -> list[tuple]:
+        x, y = self.children
+        return [("op", self, x), ("leaf", y, False)]
+
+    def row_tree(self, subtrees: tuple) -> tuple:
+        x, y = subtrees
+        return ("dot", self.f_join, x, y, self.dtype, self.uid)
+
+    def row_aligned(self, child: Expr, index: int = 0) -> bool:
+        """Only the first input is read by rows (the second is joined whole)."""
+        return index == 0 and super().row_aligned(child, index)
+
+    def row_axes(self) -> tuple[int, ...]:
+        return self.axes
+
+    def sums_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A ``dot(b)`` product (``A.T @ B``): it sums the partial products of its row
+        groups."""
+        return (
+            self.name == "dot(b)"
+            and self.f_accum is not None
+            and not self.has_base
+            and self.ninputs == 2
+        )
+
+    def makes_rows(self, tilings: dict[int, Tiling]) -> bool:
+        """A ``dot(a)`` product: its row groups write their own rows."""
+        return self._is_dot_a() and self.data is None
+
     def group_count(self, ctx: Lowering) -> int:
         """Groups follow the first joined input's tiles along its axis (and, for
         pipelined inputs, the finest row cut of what they read)."""
@@ -392,12 +454,10 @@ class JoinUpdate(Expr):
         grid = Tiling((1,) * len(self.shape)) if out_tiling.replicated else out_tiling
         targets = list(grid.tile_indices())
         inputs = self.children[: self.ninputs]
-        piped = ctx.pipelines.get(self.uid, [])
+        piped = ctx.pipelines.get(self.uid)
         chunked = None
-        if piped:
-            from spartan.frontend.pipeline import ChunkedJoin  # it builds on this module
-
-            chunked = ChunkedJoin.of(piped, self, config.pipeline_chunk_bytes)
+        if piped:  # its inputs computed in row chunks (spartan.frontend.pipeline)
+            chunked = piped.chunked_join(self)
         if (
             not piped
             and self.groups is None
@@ -407,7 +467,7 @@ class JoinUpdate(Expr):
         ):
             self._lower_everywhere(ctx, tiles, grid, targets)
             return
-        by_index = {ri.index: ri for ri in piped}
+        by_index = {ri.index: ri for ri in piped or ()}
         whole = WholeReads(ctx, self.uid)
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         made_on: dict[tuple, int] = {}  # each update key's worker
@@ -533,7 +593,7 @@ class JoinUpdate(Expr):
             if a < 0:
                 continue
             t = ctx.tiling(x)
-            if t.replicated or x.is_view:
+            if t.replicated or isinstance(x, View):
                 break
             corner = tuple((lo, lo + 1) for lo, _ in box)
             hit = next(t.overlapping(x.shape, corner), None)

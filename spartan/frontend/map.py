@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spartan.backend.device import array_module
-from spartan.frontend.expr import Expr, broadcast_box
+from spartan.frontend.expr import Expr, broadcast_box, register
 from spartan.frontend.lowering import Lowering, identity
-from spartan.tiling import box_shape
+from spartan.tiling import Tiling, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 #: elements per chunk of an element-wise kernel (a few hundred KB of float64)
 CHUNK = 1 << 15
@@ -138,8 +141,12 @@ class Kernel:
         return result.astype(self.dtype, copy=False)
 
 
+@register
 class Map(Expr):
     """``fn(*operands)`` per output tile; operands are arrays or constants."""
+
+    fusable = True
+    inlines_fused = True
 
     def __init__(
         self,
@@ -160,6 +167,43 @@ class Map(Expr):
     def label(self) -> str:
         return f"map({self.name})"
 
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        size = self.dtype.itemsize
+        shapes = [c.shape for c in self.children]
+        # (all inputs of the output's shape, the common case, broadcast to it: no call)
+        if any(s != self.shape for s in shapes or [()]) and (
+            tuple(np.broadcast_shapes(*shapes)) != self.shape
+        ):
+            # broadcast to a larger shape: a free-tiled stand-in carries the output shape
+            ins = [*ins, p.source(self.shape, size, None, name="shape")]
+        return p.map(*ins, itemsize=size, name=self.label)
+
+    def local_tiling(self, tiling_of: Callable[[Expr], Tiling]) -> Tiling | None:
+        """The tiling of the first input of the output's shape (nothing moves)."""
+        first = next((c for c in self.children if c.shape == self.shape), None)
+        return None if first is None else tiling_of(first)
+
+    def fuses(self, producer: Expr, tilings: dict[int, Tiling] | None) -> bool:
+        """A same-shape input tiled alike joins this map's kernel (otherwise reading
+        through it would cost more than its tiles)."""
+        return producer.shape == self.shape and (
+            tilings is None or tilings[producer.uid] == tilings[self.uid]
+        )
+
+    def row_local(self) -> bool:
+        return self.row_candidate() and self.elementwise
+
+    def row_operands(self) -> list[tuple]:
+        return [("op", self, op) if isinstance(op, Expr) else ("const", op) for op in self.operands]
+
+    def row_tree(self, subtrees: tuple) -> tuple:
+        return ("map", self.fn, subtrees, self.dtype, self.shape[1:], self.uid)
+
+    def row_aligned(self, child: Expr, index: int = 0) -> bool:
+        # NumPy lines a shorter operand up with the trailing axes: its first axis is
+        # not the rows
+        return child.ndim == self.ndim and super().row_aligned(child, index)
+
     def tree(self, ctx: Lowering, leaves: list[Expr]) -> Tree:
         """This map's function tree, inlining fused input maps; collects the leaves in
         the order a left-to-right walk meets them. Walked without recursion: a fused
@@ -176,7 +220,7 @@ class Map(Expr):
                 done.append((item.fn, subtrees))
             elif not isinstance(item, Expr):
                 done.append(("const", item))
-            elif item is self or ctx.is_fused(item):
+            elif item is self or (isinstance(item, Map) and ctx.is_fused(item)):
                 stack.append((True, item))
                 stack.extend((False, op) for op in reversed(item.operands))
             else:
@@ -195,12 +239,12 @@ class Map(Expr):
 
     def fully_elementwise(self, ctx: Lowering) -> bool:
         """Whether this map and every fused map inside it are element-wise."""
-        stack: list[Expr] = [self]
+        stack: list[Map] = [self]
         while stack:
             node = stack.pop()
             if not node.elementwise:
                 return False
-            stack.extend(op for op in node.children if ctx.is_fused(op))
+            stack.extend(op for op in node.children if isinstance(op, Map) and ctx.is_fused(op))
         return True
 
     def lower(self, ctx: Lowering) -> None:

@@ -39,6 +39,7 @@ from spartan.frontend.map import Map
 from spartan.frontend.reductions import normalize_axes, ufunc_reduce
 from spartan.frontend.scan import Scan
 from spartan.frontend.ufuncs import as_operand, result_shape
+from spartan.frontend.view import base_of
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import box_shape
 
@@ -189,7 +190,7 @@ def _real_slices(operands: list, boxes: list) -> list | None:
         values = o.small_values()
         if values is not None:
             out.append(values[tuple(builtins.slice(lo, hi) for lo, hi in box)])  # (slice: ours)
-        elif (o.base if o.is_view else o).data is not None:
+        elif base_of(o).data is not None:
             out.append(gather(o, box))
         else:
             return None

@@ -18,6 +18,13 @@ column sums and ``onehot.T @ X``), except the folds below it, which are made onc
 Nothing moves that the unfused plan would not move: a pipeline reads its leaves by
 the row groups its consumer reads its own inputs by.
 
+Which nodes qualify is a fact of each operator class (:meth:`Expr.row_local`,
+:meth:`Expr.sums_rows`, :meth:`Expr.makes_rows`, :meth:`Expr.row_aligned`, ...); this
+module never asks which operator a node is (only whether it is a view). It is a lowering strategy:
+:func:`spartan.frontend.evaluate._lower` calls :func:`row_pipelines` and hands the
+result to the operators through the :class:`~spartan.frontend.lowering.Lowering`, so
+the operator modules never import this one.
+
 >>> X, y, w, n = sp.random.rand(1000, 4), sp.ones(1000), sp.zeros(4), 1000
 >>> w = w - (X.T @ (1 / (1 + np.exp(-(X @ w))) - y)) / n
 """
@@ -32,10 +39,12 @@ import numpy as np
 
 from spartan.backend.device import array_module
 from spartan.backend.worker import stop_if_cancelled
+from spartan.config import config
 from spartan.frontend.expr import Expr
-from spartan.frontend.fold import Fold, _Finalized, reduce_rows
-from spartan.frontend.join_update import Extent, JoinUpdate
-from spartan.frontend.map import Map
+from spartan.frontend.fold import reduce_rows
+from spartan.frontend.join_update import Extent
+from spartan.frontend.lowering import chunk_rows
+from spartan.frontend.view import View, base_of
 from spartan.tiling import Box, Tiling
 
 Tree = tuple  # see rows_of
@@ -83,13 +92,33 @@ class RowInput:
         read every leaf tile in place (one piece, no copy)."""
         return max([1, *self._row_cuts(ctx)])
 
+    def fold_rows(
+        self, local: Callable, combine: Callable, axes: tuple[int, ...], box: Box
+    ) -> FoldRows:
+        """The task computing one input tile's partial of a fold over the rows."""
+        return FoldRows(self, local, combine, axes, box, config.pipeline_chunk_bytes)
+
+    def fold_tile(
+        self, direct: Callable, axes: tuple[int, ...], shape: tuple, dtype: Any, groups: list
+    ) -> FoldTile:
+        """The task computing one output tile of a fold over other axes."""
+        return FoldTile(self, direct, axes, shape, dtype, groups, config.pipeline_chunk_bytes)
+
+
+class RowPlan(list):
+    """A consumer's pipelined inputs (:class:`RowInput`, by input index)."""
+
+    def chunked_join(self, join: Expr) -> ChunkedJoin:
+        """The runner of ``join``'s groups, each in row chunks."""
+        return ChunkedJoin.of(self, join, config.pipeline_chunk_bytes)
+
 
 def row_pipelines(
     order: Sequence[Expr],
     roots: Sequence[Expr],
     tilings: dict[int, Tiling],
     enabled: bool = True,
-) -> tuple[dict[int, list[RowInput]], set[int]]:
+) -> tuple[dict[int, RowPlan], set[int]]:
     """Per consuming node uid, its pipelined inputs; and the uids of the nodes
     computed inside pipelines (they are not lowered on their own).
 
@@ -99,15 +128,16 @@ def row_pipelines(
         return {}, set()
     reads: dict[int, list[tuple[Expr, Expr, int]]] = {}  # base uid -> (reader, input, index)
     for node in order:
-        if node.is_view:  # a view's readers are recorded with the view as their input
+        if isinstance(node, View):  # a view's readers are recorded with it as their input
             continue
         for i, c in enumerate(node.children):
-            reads.setdefault((c.base if c.is_view else c).uid, []).append((node, c, i))
-    root_ids = {(r.base if r.is_view else r).uid for r in roots}
-    sums = {node.uid for node in order if _sink(node, tilings)}
-    # folds over other axes that are materialized compute their rows by chunks too
-    tiles = {node.uid for node in order if _tile_sink(node, tilings)}
-    inside = {node.uid for node in order if node.uid not in root_ids and _row_local(node)}
+            reads.setdefault(base_of(c).uid, []).append((node, c, i))
+    root_ids = {base_of(r).uid for r in roots}
+    sums = {node.uid for node in order if node.sums_rows(tilings)}
+    # folds over other axes and products that are materialized compute their rows by
+    # chunks too
+    tiles = {node.uid for node in order if node.makes_rows(tilings)}
+    inside = {node.uid for node in order if node.uid not in root_ids and node.row_local()}
     by_uid = {node.uid: node for node in order}
 
     def keeps(uid: int) -> bool:
@@ -127,7 +157,7 @@ def row_pipelines(
             uid = work.pop()
             if uid in inside and not keeps(uid):
                 inside.discard(uid)
-                work.extend((c.base if c.is_view else c).uid for c in by_uid[uid].children)
+                work.extend(base_of(c).uid for c in by_uid[uid].children)
 
     drop(list(inside))
     while True:
@@ -135,23 +165,24 @@ def row_pipelines(
         # but the folds below it (k-means' labels) are narrow and costly to recompute
         # (they read a whole distance matrix), so those become tiles of their own
         shared = [uid for uid in inside if len({r.uid for r, _, _ in reads.get(uid, ())}) > 1]
-        narrow = {f for f in _folds_below([by_uid[uid] for uid in shared], inside) if f in tiles}
+        below = _made_once_below([by_uid[uid] for uid in shared], inside)
+        narrow = {f for f in below if f in tiles}
         if not narrow:
             break
         inside -= narrow
-        drop([(c.base if c.is_view else c).uid for f in narrow for c in by_uid[f].children])
-    pipes: dict[int, list[RowInput]] = {}
+        drop([base_of(c).uid for f in narrow for c in by_uid[f].children])
+    pipes: dict[int, RowPlan] = {}
     for node in order:
         sink = node.uid in sums
         if not sink and (node.uid not in tiles or node.uid in inside):
             continue
-        ins = []
-        for i, (x, a) in enumerate(zip(node.children, _row_axes(node))):
-            base = x.base if x.is_view else x
+        ins = RowPlan()
+        for i, (x, a) in enumerate(zip(node.children, node.row_axes())):
+            base = base_of(x)
             if a >= 0 and base.uid in inside and _reads_rows(node, x, i, sink):
                 leaves: list[tuple[Expr, bool]] = []
                 tree = _tree(base, inside, leaves)
-                if x.is_view:
+                if isinstance(x, View):
                     tree = _view_tree(x, a, tree)
                 computed = [by_uid[u] for u in _uids(tree)]
                 row = sum(_row_bytes(e) for e in computed + [leaf for leaf, rw in leaves if rw])
@@ -166,110 +197,35 @@ def _row_bytes(e: Expr) -> int:
     return e.nbytes // e.shape[0] if e.shape and e.shape[0] else 0
 
 
-def chunk_rows(row_bytes: int, chunk_bytes: int) -> int:
-    """Rows per chunk: what one chunk touches (inputs and every intermediate) fits
-    ``chunk_bytes``, a core's share of cache."""
-    return max(1, chunk_bytes // max(1, row_bytes))
-
-
-def _folds_below(nodes: Sequence[Expr], inside: set[int]) -> set[int]:
-    """The folds among the pipelined nodes any of ``nodes`` is computed from (each
-    visited once: a loop's shared operands would make a walk per path exponential)."""
+def _made_once_below(nodes: Sequence[Expr], inside: set[int]) -> set[int]:
+    """The pipelined nodes any of ``nodes`` is computed from that are costly to compute
+    in each pipeline (:attr:`Expr.recomputed_per_pipeline` false: folds), each visited
+    once (a loop's shared operands would make a walk per path exponential)."""
     out: set[int] = set()
     seen: set[int] = set()
     stack = list(nodes)
     while stack:
         n = stack.pop()
         for c in n.children:
-            base = c.base if c.is_view else c
+            base = base_of(c)
             if base.uid in inside and base.uid not in seen:
                 seen.add(base.uid)
-                if isinstance(base, Fold):
+                if not base.recomputed_per_pipeline:
                     out.add(base.uid)
                 stack.append(base)
     return out
 
 
-def _row_axes(node: Expr) -> tuple[int, ...]:
-    """Per input of a consumer, the axis it reads in row chunks (-1: whole)."""
-    if isinstance(node, Fold):
-        return (0,)
-    return node.axes
-
-
-def _sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
-    """A consumer that sums over rows, so row chunks may be reduced one by one: a
-    ``dot(b)`` join (partial products), or a fold over axis 0 whose planned input
-    tiles cut only the rows (its tasks then compute whole rows)."""
-    if isinstance(node, Fold):
-        t = tilings.get(node.children[0].uid)
-        return (
-            0 in node.axes
-            and not node.ordered
-            and t is not None
-            and not t.replicated
-            and t.cuts[0] > 1
-            and all(c == 1 for c in t.cuts[1:])
-        )
-    return (
-        isinstance(node, JoinUpdate)
-        and node.name == "dot(b)"
-        and node.f_accum is not None
-        and not node.has_base
-        and node.ninputs == 2
-    )
-
-
-def _tile_sink(node: Expr, tilings: dict[int, Tiling]) -> bool:
-    """A fold over other axes than the rows, tiled by rows, or a ``dot(a)`` product
-    (``f(X) @ W``): when it is not itself computed inside a consumer, its tiles are made
-    by a pipeline over its input (a product's row groups write their own rows)."""
-    if _is_dot_a(node):
-        return node.data is None
-    t = tilings.get(node.uid)
-    return (
-        isinstance(node, Fold)
-        and _row_local(node)
-        and t is not None
-        and not t.replicated
-        and all(c == 1 for c in t.cuts[1:])
-    )
-
-
-def _is_dot_a(node: Expr) -> bool:
-    return (
-        isinstance(node, JoinUpdate)
-        and node.name == "dot(a)"
-        and node.f_accum is None
-        and not node.has_base
-        and node.axes == (0, -1)
-    )
-
-
-def _row_local(node: Expr) -> bool:
-    """Output row i depends only on row i of the inputs read by rows."""
-    if node.data is not None or node.is_view or node.tiling_hint is not None:
-        return False
-    if len(node.shape) == 0 or node.shape[0] < 2:
-        return False
-    if isinstance(node, Map):
-        return node.elementwise
-    if isinstance(node, Fold):
-        return 0 not in node.axes and node.children[0].ndim >= 2
-    return _is_dot_a(node)
-
-
 def _reads_rows(reader: Expr, c: Expr, index: int, sink: bool) -> bool:
     """``reader`` reads its input ``index`` (``c``: a node or a view of it) by rows."""
-    base = c.base if c.is_view else c
     if sink:
-        axis = _row_axes(reader)[index]
+        axis = reader.row_axes()[index]
         if axis < 0:
             return False
-        return _keeps_rows(c.vm, base.shape[0], axis) if c.is_view else axis == 0
-    if not _aligned(reader, c) or (isinstance(reader, JoinUpdate) and index != 0):
+        return _keeps_rows(c.vm, c.base.shape[0], axis) if isinstance(c, View) else axis == 0
+    if not reader.row_aligned(c, index):
         return False
-    return _keeps_rows(c.vm, base.shape[0], 0) if c.is_view else True
+    return _keeps_rows(c.vm, c.base.shape[0], 0) if isinstance(c, View) else True
 
 
 def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
@@ -278,23 +234,13 @@ def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
     return a.base == 0 and a.whole((base_rows,)) and all(b != 0 for b, _ in vm.fixed)
 
 
-def _aligned(reader: Expr, c: Expr) -> bool:
-    """Whether ``reader`` reads row ``i`` of its input ``c`` for its own row ``i`` (else
-    ``c`` is read whole): the same number of rows and, for a map, of axes too (NumPy
-    lines a shorter operand up with the trailing axes, so its first axis is not rows)."""
-    n = reader.shape[0] if reader.shape else 0
-    if isinstance(reader, Map) and c.ndim != reader.ndim:
-        return False
-    return bool(c.shape) and c.shape[0] == n and n > 1
-
-
 def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
     """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes. Built
     without recursion (a pipelined chain is as deep as the loop that made it), its
     leaves numbered in the order a left-to-right walk meets them."""
     done: list[Tree] = []  # finished subtrees; a node's operands' are the last ones
     # ("node", n): expand n; ("op", reader, c): operand c of reader; ("leaf", c, rowwise);
-    # ("const", value); ("build", n): n from its operands' subtrees; ("view", c): c over
+    # ("const", value); ("build", n, k): n from its k operands' subtrees; ("view", c): c over
     # the subtree of its base
     stack: list[tuple] = [("node", node)]
     while stack:
@@ -302,24 +248,16 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
         kind = item[0]
         if kind == "node":
             n = item[1]
-            stack.append(("build", n))
-            if isinstance(n, Map):
-                ops = [
-                    ("op", n, op) if isinstance(op, Expr) else ("const", op) for op in n.operands
-                ]
-            elif isinstance(n, Fold):
-                ops = [("op", n, n.children[0])]
-            else:
-                x, y = n.children
-                ops = [("op", n, x), ("leaf", y, False)]
+            ops = n.row_operands()
+            stack.append(("build", n, len(ops)))
             stack.extend(reversed(ops))
         elif kind == "op":
             reader, c = item[1], item[2]
-            base = c.base if c.is_view else c
-            if not _aligned(reader, c):
+            base = base_of(c)
+            if not reader.row_aligned(c):
                 done.append(_leaf(c, False, leaves))
             elif base.uid in inside:
-                if c.is_view:
+                if isinstance(c, View):
                     stack.append(("view", c))
                 stack.append(("node", base))
             else:
@@ -330,19 +268,11 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
             done.append(("const", item[1]))
         elif kind == "view":
             done.append(_view_tree(item[1], 0, done.pop()))
-        else:
-            n = item[1]
-            if isinstance(n, Map):
-                k = len(n.operands)
-                subs = tuple(done[len(done) - k :])
-                del done[len(done) - k :]
-                done.append(("map", n.fn, subs, n.dtype, n.shape[1:], n.uid))
-            elif isinstance(n, Fold):
-                direct = n.direct or _Finalized(n.local, n.final)
-                done.append(("fold", direct, n.axes, done.pop(), n.dtype, n.uid))
-            else:
-                y = done.pop()
-                done.append(("dot", n.f_join, done.pop(), y, n.dtype, n.uid))
+        else:  # ("build", n, k): n over the last k subtrees (Expr.row_tree)
+            n, k = item[1], item[2]
+            subs = tuple(done[len(done) - k :])
+            del done[len(done) - k :]
+            done.append(n.row_tree(subs))
     return done[0]
 
 
@@ -374,7 +304,7 @@ def _leaf(c: Expr, rowwise: bool, leaves: list) -> Tree:
     return ("leaf", len(leaves) - 1, rowwise)
 
 
-def _view_tree(view: Expr, axis: int, sub: Tree) -> Tree:
+def _view_tree(view: View, axis: int, sub: Tree) -> Tree:
     """A row-keeping view applied to a chunk of its base's rows (view axis ``axis``)."""
     vm = view.vm
     box = tuple((0, n) for n in view.shape)
@@ -606,7 +536,11 @@ def _twins(join: Any, pipelined: dict[int, RowInput]) -> dict[int, int]:
     product sees one buffer twice (NumPy's BLAS then computes half: a rank-k update)."""
     twins = {}
     for i, x in enumerate(join.children):
-        if i not in pipelined or not x.is_view or x.vm.whole_transpose(x.base.shape) != (1, 0):
+        if (
+            i not in pipelined
+            or not isinstance(x, View)
+            or x.vm.whole_transpose(x.base.shape) != (1, 0)
+        ):
             continue
         for j, y in enumerate(join.children):
             if j != i and j in pipelined and j not in twins and y is x.base:
@@ -668,9 +602,3 @@ class FoldTile:
                     out = xp.empty(self.shape, dtype=self.dtype)
                 out[start + lo : start + hi] = part
         return np.empty(self.shape, dtype=self.dtype) if out is None else out
-
-
-def row_groups(lo: int, hi: int, bounds: Sequence[int]) -> list[tuple[int, int]]:
-    """``[lo, hi)`` cut at every bound inside it."""
-    cuts = sorted({lo, hi, *(b for b in bounds if lo < b < hi)})
-    return list(zip(cuts[:-1], cuts[1:]))

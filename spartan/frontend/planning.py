@@ -2,7 +2,9 @@
 
 User-fixed tilings (``tiling=``, :func:`spartan.retile`) and evaluated arrays are kept;
 every other node gets the tiling the optimizer picks (see
-:mod:`spartan.frontend.optimizer`), falling back to the local rules here.
+:mod:`spartan.frontend.optimizer`), falling back to the local rules here. What each
+operator is to the optimizer (:meth:`Expr.program_node`) and its local rule
+(:meth:`Expr.local_tiling`) are facts of its class.
 """
 
 from __future__ import annotations
@@ -12,19 +14,12 @@ import logging
 import math
 from collections.abc import Callable, Hashable, Sequence
 
-import numpy as np
-
 from spartan.backend import session
-from spartan.backend.base import Stats
+from spartan.backend.base import Backend, Stats
 from spartan.config import config
 from spartan.frontend.expr import Expr
-from spartan.frontend.filter import Filter
-from spartan.frontend.fold import Fold
-from spartan.frontend.join_update import JoinUpdate
-from spartan.frontend.map import Map
 from spartan.frontend.optimizer import Plan, Program, UpdateHistory, optimize
-from spartan.frontend.reshape import Concatenate, Reshape
-from spartan.frontend.scan import Scan
+from spartan.frontend.view import View
 from spartan.tiling import Tiling
 
 
@@ -175,7 +170,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     fixed = {
         node_of[e.uid]: e.tiling_hint
         for e in order
-        if e.tiling_hint is not None and e.uid in node_of and not e.is_view
+        if e.tiling_hint is not None and e.uid in node_of and not isinstance(e, View)
     }
     if not config.retile_inputs:
         fixed.update({node_of[e.uid]: e.data.tiling for e in inputs})
@@ -192,7 +187,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
         log.warning("tiling optimizer failed (%s); using local tiling rules", error)
         return tilings, None
     for e in order:
-        if e.tiling_hint is None and e.uid in node_of and not e.is_view:
+        if e.tiling_hint is None and e.uid in node_of and not isinstance(e, View):
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             storage = plan.program[node_of[e.uid]].params.get("storage")
             if storage is not None:  # cut where the storage chunks are
@@ -206,7 +201,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
             retile.append((e, with_pieces(t, e.shape, nworkers)))
     new_base = {e.uid: t for e, t in retile}
     for e in order:  # views see their base's (possibly new) tiling
-        if e.is_view:
+        if isinstance(e, View):
             base = e.base
             t = new_base.get(base.uid) or (
                 base.data.tiling if base.data is not None else tilings[base.uid]
@@ -233,8 +228,8 @@ def _replicated_small(
         if e.uid in node_of
         and e.tiling_hint is None
         and e.data is None
-        and not e.is_view
-        and not isinstance(e, Filter)
+        and not isinstance(e, View)
+        and e.shape_known
         and math.prod(e.shape) * e.dtype.itemsize <= limit
     }
 
@@ -266,9 +261,9 @@ def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) 
     return dataclasses.replace(plan, program=program, measured={})
 
 
-def device_free(backend: object) -> int:
+def device_free(backend: Backend) -> int:
     """Free memory of the smallest GPU among the workers (0 for CPU workers)."""
-    if getattr(backend, "device", "cpu") != "gpu":
+    if backend.device != "gpu":
         return 0
     return min(backend.worker_memory())
 
@@ -297,7 +292,7 @@ def to_program(order: Sequence[Expr], nworkers: int) -> tuple[Program, dict[int,
 
     def node(e: Expr) -> int:
         if e.uid not in ids:
-            if e.is_view:
+            if isinstance(e, View):
                 ids[e.uid] = p.view(node(e.base), e.vm, e.label)
             else:
                 ids[e.uid] = p.source(e.shape, e.dtype.itemsize, e.data.tiling, name=e.label)
@@ -309,76 +304,30 @@ def to_program(order: Sequence[Expr], nworkers: int) -> tuple[Program, dict[int,
     return p, ids, inputs
 
 
-def _add(p: Program, e: Expr, node, nworkers: int) -> int:  # noqa: ANN001
-    size = e.dtype.itemsize
+def _add(p: Program, e: Expr, node: Callable[[Expr], int], nworkers: int) -> int:
+    """``e``'s node in ``p``: a source where its tiling is fixed, else its own
+    (:meth:`Expr.program_node`), else a free source."""
     ins = [node(c) for c in e.children]
     if e.tiling_hint is not None and not e.children:
-        return p.source(e.shape, size, e.tiling_hint, name=e.label)
-    if e.is_view:
-        return p.view(ins[0], e.vm, e.label)
-    if isinstance(e, Map):
-        shapes = [c.shape for c in e.children]
-        # (all inputs of the output's shape, the common case, broadcast to it: no call)
-        if any(s != e.shape for s in shapes or [()]) and (
-            tuple(np.broadcast_shapes(*shapes)) != e.shape
-        ):
-            # broadcast to a larger shape: a free-tiled stand-in carries the output shape
-            ins.append(p.source(e.shape, size, None, name="shape"))
-        return p.map(*ins, itemsize=size, name=e.label)
-    if isinstance(e, Fold):
-        return p.fold(ins[0], e.axes, size, e.partial_dtype.itemsize, e.label)
-    if isinstance(e, Scan):
-        return p.scan(ins[0], e.axis, size, e.label)
-    if isinstance(e, JoinUpdate):
-        n = e.ninputs
-        base = ins[n] if e.has_base else None
-        return p.join_update(
-            ins[:n], e.axes, e.shape, size, e.update_axis, e.site, e.groups, base, e.label
-        )
-    if isinstance(e, Reshape):
-        x = ins[0]
-        if p[x].is_view:
-            x = p.map(x, name="materialize")
-        try:
-            return p.reshape(x, e.shape, name=e.label)
-        except ValueError:
-            flat = p.reshape(x, (e.size,), name="ravel")
-            return p.reshape(flat, e.shape, name=e.label)
-    if isinstance(e, Concatenate):
-        return p.concatenate(ins, e.axis, name=e.label)
-    if isinstance(e, Filter):
-        return p.filter(ins[0], ins[1], e.children[0].size // 2, name=e.label)
+        return p.source(e.shape, e.dtype.itemsize, e.tiling_hint, name=e.label)
+    nid = e.program_node(p, ins)
+    if nid is not None:
+        return nid
     # a new array (or an operator the optimizer has no profile for): its output tiling
     # is free, but for the storage chunks a stored array is read in
     pieces = default_pieces(e.size * 8, nworkers)  # (as with_pieces counts)
-    return p.source(e.shape, size, None, name=e.label, storage=e.storage(pieces))
+    return p.source(e.shape, e.dtype.itemsize, None, name=e.label, storage=e.storage(pieces))
 
 
 def local_rules(order: Sequence[Expr], nworkers: int) -> dict[int, Tiling]:
-    """Each node follows its first input where that moves nothing, else the default."""
+    """Each node's own rule (:meth:`Expr.local_tiling`: a map follows its first input
+    where that moves nothing, a fold its input's kept cuts), else the default."""
     out: dict[int, Tiling] = {}
 
     def tiling_of(e: Expr) -> Tiling:
         return e.data.tiling if e.data is not None else out[e.uid]
 
     for e in order:
-        if e.tiling_hint is not None:
-            out[e.uid] = e.tiling_hint
-        elif e.is_view:
-            out[e.uid] = e.induced_tiling(tiling_of(e.base))
-        elif isinstance(e, Map) and any(c.shape == e.shape for c in e.children):
-            first = next(c for c in e.children if c.shape == e.shape)
-            out[e.uid] = tiling_of(first)
-        elif isinstance(e, Scan):
-            t_in = tiling_of(e.children[0])
-            out[e.uid] = Tiling((1,) * len(e.shape)) if t_in.replicated else Tiling(t_in.cuts)
-        elif isinstance(e, Fold):
-            t_in = tiling_of(e.children[0])
-            kept = [c for i, c in enumerate(t_in.cuts) if i not in e.axes]
-            if not t_in.replicated and kept and any(c > 1 for c in kept):
-                out[e.uid] = Tiling(tuple(kept))
-            else:
-                out[e.uid] = default_tiling(e.shape, e.dtype.itemsize, nworkers)
-        else:
-            out[e.uid] = default_tiling(e.shape, e.dtype.itemsize, nworkers)
+        t = e.tiling_hint if e.tiling_hint is not None else e.local_tiling(tiling_of)
+        out[e.uid] = t if t is not None else default_tiling(e.shape, e.dtype.itemsize, nworkers)
     return out

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import Box, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 
 def flat_boxes(a: int, b: int, shape: Sequence[int]) -> list[Box]:
@@ -71,11 +74,22 @@ class _Concat:
         return np.concatenate([p.reshape(-1) for p in parts]).reshape(self.shape)
 
 
+@register
 class Reshape(Expr):
     """``child`` with a new shape of the same size (C order)."""
 
     def __init__(self, child: Expr, shape: Sequence[int]) -> None:
         super().__init__(shape, child.dtype, [child])
+
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        x = ins[0]
+        if p[x].is_view:
+            x = p.map(x, name="materialize")
+        try:
+            return p.reshape(x, self.shape, name=self.label)
+        except ValueError:
+            flat = p.reshape(x, (self.size,), name="ravel")
+            return p.reshape(flat, self.shape, name=self.label)
 
     def lower(self, ctx: Lowering) -> None:
         child = self.children[0]
@@ -100,6 +114,7 @@ class _Join:
         return np.concatenate(parts, axis=self.axis, dtype=self.dtype, casting="unsafe")
 
 
+@register
 class Concatenate(Expr):
     """Inputs joined along ``axis``; each output tile reads the inputs it overlaps."""
 
@@ -108,6 +123,9 @@ class Concatenate(Expr):
         shape[axis] = sum(c.shape[axis] for c in children)
         super().__init__(shape, dtype, children)
         self.axis = axis
+
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        return p.concatenate(ins, self.axis, name=self.label)
 
     def lower(self, ctx: Lowering) -> None:
         tiles = ctx.new_tiles(self)

@@ -12,18 +12,22 @@ array([ 0,  1,  3,  6, 10])
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import accumulate
 from spartan.frontend.array import Array
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.taskgrid import Grid, input_grid
 from spartan.frontend.tiles import Tiles
 from spartan.tiling import Tiling, box_shape
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 
 class _LocalScan:
@@ -49,6 +53,7 @@ class _Offset:
         return self.ufunc(carry, local).astype(self.dtype, copy=False)
 
 
+@register
 class Scan(Expr):
     """Cumulative ``ufunc`` along ``axis``, computed in the input's tiling."""
 
@@ -59,6 +64,14 @@ class Scan(Expr):
     @property
     def label(self) -> str:
         return f"scan({self.ufunc.__name__})"
+
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        return p.scan(ins[0], self.axis, self.dtype.itemsize, self.label)
+
+    def local_tiling(self, tiling_of: Callable[[Expr], Tiling]) -> Tiling:
+        """The input's cuts (its tiles scan where they are)."""
+        t_in = tiling_of(self.children[0])
+        return Tiling((1,) * len(self.shape)) if t_in.replicated else Tiling(t_in.cuts)
 
     def lower(self, ctx: Lowering) -> None:
         child = self.children[0]

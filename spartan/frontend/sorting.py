@@ -32,7 +32,7 @@ from spartan.frontend import small
 from spartan.frontend.alongaxis import along_axes
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.lowering import Lowering, identity
 from spartan.frontend.manipulation import flip, moveaxis
@@ -128,6 +128,7 @@ class _Merge:
         return np.sort(cat, kind="stable"), int(cat.size)
 
 
+@register
 class SampleSort(Expr):
     """A 1-d array sorted: its values, or ``(value, index)`` records when
     ``with_index`` (see the module docstring).

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from spartan.backend.device import contiguous
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering
 from spartan.tiling import Box, box_shape
 
@@ -27,6 +27,7 @@ class _Init:
         return block.astype(self.dtype, copy=False)
 
 
+@register
 class NewArray(Expr):
     """An array whose tiles are made where they live by ``init(box, dtype)``.
 
@@ -63,6 +64,7 @@ class NewArray(Expr):
         self.data = tiles
 
 
+@register
 class FromNumpy(Expr):
     """A NumPy array from the driver, cut into tiles and put on their workers once."""
 

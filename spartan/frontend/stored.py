@@ -30,10 +30,11 @@ from spartan.backend.base import Backend, Piece, Region
 from spartan.backend.checkpoint import lost_worker
 from spartan.backend.rerun import run_on_workers
 from spartan.frontend.evaluate import evaluate
-from spartan.frontend.expr import Expr
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.lowering import Lowering, read_pieces
 from spartan.frontend.optimizer.storage import ChunkAxis, StorageChunks
 from spartan.frontend.taskgrid import Grid, view_grid
+from spartan.frontend.view import View
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Box, Tiling, box_shape
 
@@ -73,6 +74,7 @@ class StoreChangedError(OSError):
     """
 
 
+@register
 class StoredArray(Expr):
     """The view ``vm`` (None: all) of a stored array; tiles are read by their workers.
 
@@ -164,7 +166,7 @@ def write_grid(expr: Expr) -> Grid:
     tiles (:func:`~spartan.frontend.taskgrid.view_grid`), and a replicated array, held
     whole by every worker, is split evenly among them."""
     nworkers = session.current().nworkers
-    if expr.is_view:
+    if isinstance(expr, View):
         base = expr.base.data
         if not base.tiling.replicated:
             return view_grid(expr.vm, base.shape, base.tiling, nworkers)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spartan.frontend.tiles import axis_runs
+from spartan.frontend.view import View
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Box, Tiling, piece_of
 
@@ -143,7 +144,7 @@ def input_grid(ctx: Lowering, expr: Expr) -> Grid:
     tiles, or, for a view, :func:`view_grid` over its base's tiles."""
     tiling = ctx.tiling(expr)
     nworkers = ctx.backend.nworkers
-    if expr.is_view and not tiling.replicated:
+    if isinstance(expr, View) and not tiling.replicated:
         base = expr.base
         return view_grid(expr.vm, tuple(base.shape), ctx.tiling(base), nworkers)
     return Grid.of(tiling, expr.shape, nworkers)

@@ -19,7 +19,7 @@ import numpy as np
 from spartan.frontend.expr import Expr
 from spartan.frontend.map import Map
 from spartan.frontend.source import FromNumpy
-from spartan.frontend.view import transpose
+from spartan.frontend.view import View, base_of, transpose
 
 
 class Unsupported(TypeError):
@@ -72,7 +72,7 @@ def elementwise(fn: Any, *args: Any, name: str | None = None, dtype: Any = None)
         return fn(*operands)
     perm = common_transpose(operands)
     if perm is not None:  # x.T * y.T is (x * y).T: the map reads its bases in their order
-        bases = [o.base if isinstance(o, Expr) else o for o in operands]
+        bases = [base_of(o) if isinstance(o, Expr) else o for o in operands]
         return Array(transpose(elementwise(fn, *bases, name=name, dtype=dtype)._expr, perm))
     shape = result_shape(operands)
     if dtype is None:
@@ -90,7 +90,9 @@ def common_transpose(operands: list[Any]) -> tuple[int, ...] | None:
     seen = set()
     for o in operands:
         if isinstance(o, Expr):
-            perm = o.vm.whole_transpose(o.base.shape) if o.is_view else None
+            if not isinstance(o, View):
+                return None
+            perm = o.vm.whole_transpose(o.base.shape)
             if perm is None:
                 return None
             seen.add((perm, o.base.shape))
@@ -100,7 +102,7 @@ def common_transpose(operands: list[Any]) -> tuple[int, ...] | None:
 def apply(ufunc: np.ufunc, args: tuple, **kwargs: Any) -> Any:
     """``ufunc(*args, **kwargs)`` lazily; a tuple for ufuncs with several outputs."""
     if ufunc is np.matmul:
-        from spartan.frontend.linalg import matmul
+        from spartan.frontend.products import matmul
 
         out = kwargs.pop("out", None)
         if kwargs:

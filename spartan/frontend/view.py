@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from spartan.frontend.expr import Expr
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Tiling
 
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
+
 
 class View(Expr):
-    """``base`` seen through a :class:`ViewMap`; a view of a view composes into one."""
+    """``base`` seen through a :class:`ViewMap`; a view of a view composes into one.
 
-    is_view = True
+    Views read through to their base and never hold tiles of their own: ``isinstance(e,
+    View)`` is how the rest of the frontend tells them apart (:func:`base_of` gives the
+    node whose tiles any node reads)."""
 
     def __init__(self, base: Expr, vm: ViewMap) -> None:
-        if base.is_view:
+        if isinstance(base, View):
             vm = base.vm.then(vm)
             base = base.base
         super().__init__(vm.shape, base.dtype, (base,))
@@ -43,12 +49,23 @@ class View(Expr):
     def done(self) -> None:
         """A view keeps its base: it has no tiles of its own."""
 
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        return p.view(ins[0], self.vm, self.label)
+
+    def local_tiling(self, tiling_of: Callable[[Expr], Tiling]) -> Tiling:
+        return self.induced_tiling(tiling_of(self.base))
+
+
+def base_of(e: Expr) -> Expr:
+    """The node whose tiles ``e`` reads: its base for a view, else ``e`` itself."""
+    return e.base if isinstance(e, View) else e
+
 
 def view(base: Expr, vm: ViewMap) -> Expr:
     """``base`` through ``vm``; the identity view is ``base`` itself."""
-    if vm.is_identity() and vm.shape == base.shape and not base.is_view:
+    if vm.is_identity() and vm.shape == base.shape and not isinstance(base, View):
         return base
-    if not base.is_view:
+    if not isinstance(base, View):
         narrowed = base.viewed(vm)
         if narrowed is not None:
             return narrowed
