@@ -22,15 +22,15 @@ from spartan.config import config
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray
 from spartan.frontend.decompositions import blocked_cholesky, dense, solve_dense, stacked, tsqr
-from spartan.frontend.linalg import cross as _cross
-from spartan.frontend.linalg import diagonal as _diagonal
-from spartan.frontend.linalg import dot, vdot
-from spartan.frontend.linalg import matmul as _matmul
-from spartan.frontend.linalg import outer as _outer
-from spartan.frontend.linalg import tensordot as _tensordot
-from spartan.frontend.linalg import trace as _trace
-from spartan.frontend.linalg import vecdot as _vecdot
 from spartan.frontend.manipulation import matrix_transpose as _matrix_transpose
+from spartan.frontend.products import cross as _cross
+from spartan.frontend.products import diagonal as _diagonal
+from spartan.frontend.products import dot, vdot
+from spartan.frontend.products import matmul as _matmul
+from spartan.frontend.products import outer as _outer
+from spartan.frontend.products import tensordot as _tensordot
+from spartan.frontend.products import trace as _trace
+from spartan.frontend.products import vecdot as _vecdot
 
 __all__ = [
     "LinAlgError",
@@ -723,7 +723,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         return _vector_norm(a, normalize_axes(axis, nd), keepdims, ord)
     if len(axis) != 2:
         raise ValueError("Improper number of dimensions to norm.")
-    from spartan.frontend.linalg import normalize_axis
+    from spartan.frontend.products import normalize_axis
 
     r, c = normalize_axis(axis[0], nd), normalize_axis(axis[1], nd)
     if r == c:

@@ -117,23 +117,6 @@ from spartan.frontend.inspection import (
     shares_memory,
 )
 from spartan.frontend.interpolation import digitize, interp
-from spartan.frontend.linalg import (
-    cross,
-    diagonal,
-    dot,
-    einsum,
-    einsum_path,
-    inner,
-    kron,
-    matmul,
-    matvec,
-    outer,
-    tensordot,
-    trace,
-    vdot,
-    vecdot,
-    vecmat,
-)
 from spartan.frontend.manipulation import (
     append,
     array_split,
@@ -213,6 +196,23 @@ from spartan.frontend.polynomials import (
     polyval,
     roots,
     vander,
+)
+from spartan.frontend.products import (
+    cross,
+    diagonal,
+    dot,
+    einsum,
+    einsum_path,
+    inner,
+    kron,
+    matmul,
+    matvec,
+    outer,
+    tensordot,
+    trace,
+    vdot,
+    vecdot,
+    vecmat,
 )
 from spartan.frontend.reductions import (
     all,

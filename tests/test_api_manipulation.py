@@ -125,3 +125,33 @@ def test_errors(local):
         sp.delete(x, 7, axis=1)
     with pytest.raises(ValueError):
         sp.diff(x, -1)
+
+
+VIEWS = {
+    "transposed": lambda x: x.T,
+    "strided, reversed, transposed": lambda x: x[::-1, ::2].T,
+    "reversed columns": lambda x: x[:, ::-1],
+    "plain": lambda x: x,
+    "sliced, transposed, reversed": lambda x: x[1:4].T[::-1],
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_ravel_in_memory_order_follows_the_views_strides(local, tiling, view):
+    x = sp.array(A, tiling=tiling)
+    v, want = VIEWS[view](x), VIEWS[view](A)
+    same(v.ravel("K"), want.ravel("K"))
+    same(v.flatten("K"), want.flatten("K"))
+    same(sp.ravel(v, order="K"), np.ravel(want, order="K"))
+
+
+def test_methods_take_numpys_arguments(local, tiling):
+    x = sp.array(A, tiling=tiling)
+    for i in (0, 4, 13, -1, np.int64(7)):  # one integer: a flat index
+        assert x.item(i) == A.item(i)
+    assert x.item(2, 3) == A.item(2, 3) and x.item((1, 4)) == A.item((1, 4))
+    with pytest.raises(IndexError, match="out of bounds for size 35"):
+        x.item(35)
+    same(x.transpose(None), A.transpose(None))
+    with pytest.raises(TypeError):
+        x.sort(axis=None)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import spartan as sp
-from spartan.frontend import linalg
+from spartan.frontend import products
 from spartan.frontend.filter import Filter
 from spartan.frontend.join_update import JoinUpdate
 from spartan.frontend.optimizer import Choice, Program, UpdateHistory, optimize, plan_for
@@ -247,7 +247,7 @@ def test_a_site_learns_from_all_its_joins_together():
 @pytest.mark.parametrize("impl", ["rows", "inner"])
 def test_dot_algorithms(backend, impl):
     t = Twin(backend)
-    fn = linalg._rows_times_whole if impl == "rows" else linalg._partial_product
+    fn = products._rows_times_whole if impl == "rows" else products._partial_product
     axes, accum = ([0, -1], None) if impl == "rows" else ([1, 0], np.add)
     # more row tiles than workers: each worker's groups fetch the whole y once
     for tx in [*tilings(SHAPE, t.P), Tiling.row(SHAPE, 2 * t.P), Tiling.block(SHAPE, 4 * t.P)]:
@@ -270,7 +270,7 @@ def test_whole_operand_is_fetched_once_per_worker(backend):
     sp.evaluate(x, y)
     z = sp.Array(
         JoinUpdate(
-            linalg._rows_times_whole,
+            products._rows_times_whole,
             None,
             [x._expr, y._expr],
             [0, -1],

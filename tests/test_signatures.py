@@ -165,6 +165,222 @@ def test_audit_finds_a_gap() -> None:
     assert "a_min (positional #1 and keyword)" in _gaps("x", "clip", clip, np.clip)
 
 
+# -- spartan.Array's methods against numpy.ndarray's -------------------------------
+
+#: Array methods numpy.ndarray lacks: checked against NumPy's function (less its array
+#: argument), or (None) spartan's own, which only must not hide behind ``*args``
+ARRAY_ONLY: dict[str, Any] = {
+    "ptp": np.ptp,  # (ndarray.ptp was removed in NumPy 2)
+    "fill_diagonal": np.fill_diagonal,
+    "evaluate": None,
+    "to_numpy": None,
+    "glom": None,
+    "retile": None,
+}
+#: Array method -> {NumPy parameter: why spartan differs} (stated in its docstring)
+ARRAY_EXCEPTIONS: dict[str, dict[str, str]] = {
+    "clip": {"**kwargs": "np.clip's ufunc keywords (where=, casting=...) not supported"},
+}
+#: Array method -> keyword-only parameters spartan adds to NumPy's
+ARRAY_EXTRAS: dict[str, set[str]] = {
+    "std": {"correction"},  # (numpy.std's keyword)
+    "var": {"correction"},
+    "astype": {"device"},  # (the array API's keyword)
+}
+#: Array method -> a phrase of the difference its help() states
+ARRAY_NOTES = {
+    "std": "correction=",
+    "var": "correction=",
+    "clip": "ufunc keywords",
+    "ptp": "NumPy 2 removed",
+    "fill_diagonal": "Not a method of",
+    "sort": "stable",
+    "argsort": "stable",
+    "astype": "device=",
+    "copy": "order=",
+}
+
+
+def _numpy_method_params(name: str) -> list[P] | None:
+    """numpy.ndarray.name's parameters (less ``self``), NumPy's ``**kwargs`` spelled
+    out as the keywords of the Python function behind the method
+    (numpy._core._methods), or None where NumPy exposes no signature."""
+    try:
+        params = [p for p in inspect.signature(getattr(np.ndarray, name)).parameters.values()]
+    except (TypeError, ValueError):
+        return None
+    params = params[1:]  # (self)
+    if params and params[-1].kind == P.VAR_KEYWORD:
+        from numpy._core import _methods
+
+        behind = getattr(_methods, "_" + {"min": "amin", "max": "amax"}.get(name, name), None)
+        if behind is not None:
+            known = {p.name for p in params}
+            more = list(inspect.signature(behind).parameters.values())[1:]
+            params = params[:-1] + [p for p in more if p.name not in known]
+    return params
+
+
+def _method_gaps(name: str, ours: Any, theirs: list[P]) -> list[str]:
+    """Where Array.name's parameters differ from NumPy's ``theirs``: names and order,
+    positional or keyword, defaults (where NumPy gives one), ``*args``/``**kwargs``."""
+    allowed = ARRAY_EXCEPTIONS.get(name, {})
+    extras = ARRAY_EXTRAS.get(name, set())
+    mine = [p for p in inspect.signature(ours).parameters.values()][1:]
+    gaps = []
+    if any(p.kind == P.VAR_KEYWORD for p in mine):
+        gaps.append("takes **kwargs")
+    for p in theirs:
+        if p.kind == P.VAR_KEYWORD and "**kwargs" not in allowed:
+            gaps.append(f"NumPy's **{p.name}")
+    theirs = [p for p in theirs if p.kind != P.VAR_KEYWORD]
+    for p in mine:
+        if p.name in extras and p.kind != P.KEYWORD_ONLY:
+            gaps.append(f"{p.name}: spartan's extra must be keyword-only")
+    mine = [p for p in mine if p.name not in extras and p.kind != P.VAR_KEYWORD]
+    names_mine, names_theirs = [p.name for p in mine], [p.name for p in theirs]
+    if names_mine != names_theirs:
+        return gaps + [f"parameters {names_mine} != NumPy's {names_theirs}"]
+    for a, b in zip(mine, theirs):
+        if (b.kind in POSITIONAL) != (a.kind in POSITIONAL) and b.kind != P.KEYWORD_ONLY:
+            gaps.append(f"{a.name}: {a.kind.description} (NumPy: {b.kind.description})")
+        if (a.kind == P.VAR_POSITIONAL) != (b.kind == P.VAR_POSITIONAL):
+            gaps.append(f"{a.name}: *{b.name} in NumPy")
+        numpy_default = b.default
+        if numpy_default is not P.empty and numpy_default is not np._NoValue:
+            if a.default is P.empty or not (
+                a.default is numpy_default
+                or (type(a.default) is type(numpy_default) and a.default == numpy_default)
+            ):
+                gaps.append(f"{a.name}={a.default!r} (NumPy: {numpy_default!r})")
+        elif numpy_default is np._NoValue and a.default is P.empty:
+            gaps.append(f"{a.name}: NumPy's is optional")
+    return gaps
+
+
+def _array_methods() -> list[str]:
+    return sorted(
+        n
+        for n in dir(sp.Array)
+        if not n.startswith("_")
+        and callable(getattr(sp.Array, n))
+        and not isinstance(inspect.getattr_static(sp.Array, n), property)
+    )
+
+
+def test_array_methods_have_numpys_signatures() -> None:
+    """Every public method of spartan.Array takes numpy.ndarray's parameters: the same
+    names in the same order, positional where NumPy's are, NumPy's defaults; no
+    ``*args, **kwargs`` standing in for them (IDEs and type checkers read these)."""
+    checked, gaps = 0, {}
+    for name in _array_methods():
+        ours = getattr(sp.Array, name)
+        params = inspect.signature(ours).parameters
+        if name in ARRAY_ONLY and ARRAY_ONLY[name] is None:
+            assert not any(p.kind == P.VAR_KEYWORD for p in params.values()), name
+            continue
+        if name in ARRAY_ONLY:
+            theirs = list(inspect.signature(ARRAY_ONLY[name]).parameters.values())[1:]
+        else:
+            assert hasattr(np.ndarray, name), f"Array.{name}: not NumPy's; list it in ARRAY_ONLY"
+            theirs = _numpy_method_params(name)
+            if theirs is None:
+                continue
+        checked += 1
+        if g := _method_gaps(name, ours, theirs):
+            gaps[name] = g
+    assert checked >= 40, checked
+    assert not gaps, f"Array methods whose parameters differ from numpy.ndarray's: {gaps}"
+    sum_params = list(inspect.signature(sp.Array.sum).parameters)
+    assert sum_params == ["self", "axis", "dtype", "out", "keepdims", "initial", "where"]
+
+
+def test_method_audit_finds_a_gap() -> None:
+    def sum(self: Any, *args: Any, **kwargs: Any) -> None: ...
+
+    def take(self: Any, indices: Any, mode: str = "clip", axis: Any = None) -> None: ...
+
+    def std(self: Any, axis: Any = None, correction: Any = None) -> None: ...
+
+    assert "takes **kwargs" in _method_gaps("sum", sum, _numpy_method_params("sum"))
+    gaps = _method_gaps("take", take, _numpy_method_params("take"))
+    assert gaps == [
+        "parameters ['indices', 'mode', 'axis'] != NumPy's ['indices', 'axis', 'out', 'mode']"
+    ]
+    assert _method_gaps("std", std, _numpy_method_params("std"))
+
+
+def test_array_method_docstrings_are_numpys_with_spartans_differences() -> None:
+    import pydoc
+
+    for name in _array_methods():
+        if name in ("evaluate", "to_numpy", "glom", "retile"):  # (spartan's own)
+            continue
+        text = pydoc.render_doc(getattr(sp.Array, name), renderer=pydoc.plaintext)
+        assert "This docstring was copied from ``numpy." in text, name
+        if name in ARRAY_NOTES:
+            assert "Spartan's differences:" in text, name
+            assert ARRAY_NOTES[name] in text, name
+    summary = inspect.getdoc(sp.Array.sum).splitlines()[0]
+    assert summary == "Return the sum of the array elements over the given axis."
+    # NumPy's examples run NumPy: doctest skips them
+    assert "# doctest: +SKIP" in (sp.Array.fill.__doc__ or "")
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["small", "distributed"])
+def test_array_methods_match_numpy(local: Any, small: bool, monkeypatch: Any) -> None:
+    """The methods give NumPy's results for arguments by position and by keyword, on a
+    small array held in the driver and on a distributed one."""
+    if small:
+        monkeypatch.setattr(sp.config, "local_below_bytes", 1 << 20)
+    a = RNG.random((6, 4))
+    x = sp.array(a)
+    assert (x._np is not None) is small
+    calls = [
+        ("sum", (0,), {}),
+        ("sum", (), {"axis": 1, "keepdims": True}),
+        ("sum", (), {"initial": 2.0, "where": a > 0.5}),
+        ("prod", (None, np.float32), {}),
+        ("mean", (1,), {"dtype": np.float32}),
+        ("std", (0, None, None, 1), {}),
+        ("var", (), {"ddof": 1, "keepdims": True}),
+        ("max", (), {"axis": 0, "initial": 0.9}),
+        ("argmin", (1,), {"keepdims": True}),
+        ("all", (), {"axis": 0}),
+        ("cumsum", (1,), {}),
+        ("trace", (1,), {}),
+        ("ravel", ("C",), {}),
+        ("swapaxes", (0, 1), {}),
+        ("repeat", (2,), {"axis": 0}),
+        ("diagonal", (), {"offset": 1}),
+        ("clip", (0.2, 0.7), {}),
+        ("clip", (), {"max": 0.5}),
+        ("round", (2,), {}),
+        ("dot", (a.T,), {}),
+        ("take", ([0, 2],), {"axis": 1}),
+        ("compress", ([True, False, True, False, False, True],), {"axis": 0}),
+        ("argsort", (), {"axis": 0}),
+        ("argpartition", (2,), {"axis": 1}),
+        ("copy", (), {"order": "F"}),
+    ]
+    for name, args, kwargs in calls:
+        got = getattr(x, name)(*args, **kwargs)
+        want = getattr(a, name)(*args, **kwargs)
+        if name == "argpartition":  # (any partition will do: compare the 2nd smallest)
+            got = np.take_along_axis(a, got.to_numpy(), 1)[:, 2]
+            want = np.take_along_axis(a, want, 1)[:, 2]
+        same(got, np.asarray(want))
+    s = sp.array(np.sort(a[0]))
+    same(s.searchsorted(0.5, side="right"), np.asarray(np.sort(a[0]).searchsorted(0.5, "right")))
+    y = sp.array(a)
+    y.sort(axis=0)
+    same(y, np.sort(a, axis=0))
+    y.fill(3.0)
+    same(y, np.full_like(a, 3.0))
+    assert x.conj() is x
+    assert x.std(correction=1) == pytest.approx(a.std(ddof=1))
+
+
 # -- the keywords the audit found missing, against NumPy ---------------------------
 
 TILINGS = ["row", "column"]

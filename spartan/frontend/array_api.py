@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spartan.backend.device import check_device, session_device
+from spartan.frontend.array import API_VERSIONS as _API_VERSIONS
 
 if TYPE_CHECKING:
     from spartan.frontend.array import Array
 
 #: the version of the standard spartan implements (``spartan.__array_api_version__``)
 API_VERSION = "2024.12"
-#: the versions ``x.__array_namespace__(api_version=...)`` accepts (a later version
-#: only adds to an earlier one, so the namespace serves them all)
-API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+#: the versions ``x.__array_namespace__(api_version=...)`` accepts (defined with the
+#: method, in the core module that must not import this one)
+API_VERSIONS = _API_VERSIONS
 
 #: the most axes an array may have: spartan computes shapes with NumPy's
 #: ``broadcast_shapes``, which takes at most 32 (tests/test_array_api_device.py checks

@@ -717,7 +717,7 @@ def diag(v: Any, k: int = 0) -> Array:
     x = asarray(v)
     k = int(k)
     if x.ndim == 2:
-        from spartan.frontend.linalg import diagonal
+        from spartan.frontend.products import diagonal
 
         return diagonal(x, k)
     if x.ndim != 1:

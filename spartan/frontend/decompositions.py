@@ -211,8 +211,8 @@ def blocked_cholesky(a: Array, block: int) -> Array:
     update ``r x r`` from the panel product.
     """
     from spartan.frontend.creation import zeros
-    from spartan.frontend.linalg import dot
     from spartan.frontend.manipulation import concatenate
+    from spartan.frontend.products import dot
 
     n = a.shape[0]
     dtype = np.linalg.cholesky(np.eye(1, dtype=a.dtype)).dtype

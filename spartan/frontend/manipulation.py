@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spartan.frontend import small
 from spartan.frontend.aliasing import Reshaped, Strided, layout, nocopy_strides, read_only
 from spartan.frontend.array import Array
 from spartan.frontend.creation import asarray, with_tiling
@@ -91,8 +92,24 @@ def _reshape(x: Array, shape: Any, order: str) -> Array:
 
 def ravel(a: Any, order: str = "C") -> Array:
     """The elements in one axis: a view where they are C-contiguous in their base (as
-    NumPy's ``ravel``), a copy otherwise (``reshape(-1)`` views in more cases)."""
+    NumPy's ``ravel``), a copy otherwise (``reshape(-1)`` views in more cases).
+
+    ``order="K"`` reads a view's axes in the order of their strides in its base, as
+    NumPy does; an array spartan computed is C-ordered
+    (NumPy may give a result an input's Fortran order, which its ``"K"`` then follows).
+
+    >>> import spartan as sp
+    >>> sp.arange(6).reshape(2, 3).T.ravel("K").tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
     x = asarray(a)
+    if order == "K":
+        if x._np is not None:
+            return small.wrap(np.ravel(x._np, order="K"), (x,))
+        _, strides = layout(x._buf.expr.shape, x._path)
+        # NumPy orders the axes by their strides' size (a negative stride's axis is
+        # still read forwards); a stable sort: axes of equal strides keep their order
+        return ravel(transpose(x, sorted(range(x.ndim), key=lambda i: -abs(strides[i]))), "C")
     flat = reshape(x, (-1,), order=order)
     if x._np is None and order in ("C", "A") and flat._buf is x._buf:
         _, strides = layout(x._buf.expr.shape, x._path)

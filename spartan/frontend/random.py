@@ -433,9 +433,9 @@ class Generator:
         return self._quantile("gumbel", (loc, _nonneg(scale, "scale")), size)
 
     def lognormal(self, mean: Any = 0.0, sigma: Any = 1.0, size: Any = None) -> Array:
-        import spartan
+        from spartan.frontend.ufunc_objects import UFunc  # (spartan.exp)
 
-        return spartan.exp(self.normal(mean, _nonneg(sigma, "sigma"), size))
+        return UFunc(np.exp)(self.normal(mean, _nonneg(sigma, "sigma"), size))
 
     def rayleigh(self, scale: Any = 1.0, size: Any = None) -> Array:
         return self._quantile("rayleigh", (_nonneg(scale, "scale"),), size)
@@ -591,7 +591,7 @@ class Generator:
     ) -> Array:
         """Normal vectors ``mean + z @ A.T`` with ``A A^T = cov`` (``cov`` is small: its
         factor is computed on the driver), ``z`` standard normal."""
-        from spartan.frontend.linalg import dot
+        from spartan.frontend.products import dot
 
         mu = np.asarray(mean, dtype=np.float64)
         c = np.asarray(cov, dtype=np.float64)

@@ -439,8 +439,8 @@ def cov(
     >>> sp.cov(sp.random.rand(3, 100), aweights=sp.ones(100)).shape
     (3, 3)
     """
-    from spartan.frontend.linalg import dot
     from spartan.frontend.manipulation import concatenate
+    from spartan.frontend.products import dot
     from spartan.frontend.reductions import sum as _sum
 
     if ddof is not None and ddof != int(ddof):
@@ -511,7 +511,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -
     if c.ndim == 0:
         return c / c
     from spartan.frontend.elementwise import clip
-    from spartan.frontend.linalg import diagonal
+    from spartan.frontend.products import diagonal
 
     d = np.sqrt(diagonal(c).real)
     out = c / d[:, None] / d[None, :]

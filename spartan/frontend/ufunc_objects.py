@@ -119,7 +119,7 @@ def all_ufuncs() -> dict[str, UFunc]:
     """Every element-wise ufunc in NumPy's namespace (aliases included), wrapped.
 
     Generalized ufuncs (``vecdot``, ``matvec``...) are not element-wise: they have
-    their own implementations (``matmul`` dispatches to :func:`~spartan.frontend.linalg.matmul`).
+    their own implementations (``matmul`` dispatches to :func:`~spartan.frontend.products.matmul`).
     """
     return {
         name: UFunc(obj)
