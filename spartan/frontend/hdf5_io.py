@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,7 @@ class Hdf5Storage:
         with f:
             return np.asarray(dataset[index])
 
-    def write(self, regions: list[tuple[Box, np.ndarray]]) -> int:
+    def write(self, regions: Sequence[tuple[Box, np.ndarray]]) -> int:
         f, dataset = self.open("r+")
         with f:
             for box, block in regions:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from types import FrameType
 
 import numpy as np
 
@@ -46,7 +47,8 @@ class ImplicitFetchWarning(UserWarning):
 def _caller() -> tuple[str, int]:
     """(where, stacklevel) of the first frame outside spartan and NumPy: the code that
     asked NumPy for an array, and the ``warnings.warn`` stacklevel that points at it."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
         frame, level = frame.f_back, level + 1
     if frame is None:

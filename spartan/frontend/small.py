@@ -72,7 +72,7 @@ def snapshot(x: Array) -> Expr:
         if expr.data is None or expr.data.backend is session.peek():
             expr.held = True
             return expr
-    values = x._np.copy()
+    values = _held(x).copy()
     if values.nbytes <= INLINE_BYTES:
         # inside the tasks that make its tiles: a put per tile costs more (a small
         # constant such as k-means' np.arange(k) is made at every step)
@@ -96,6 +96,13 @@ class Inline:
 
     def __call__(self, box: tuple[tuple[int, int], ...], dtype: np.dtype) -> np.ndarray:
         return self.values[tuple(slice(lo, hi) for lo, hi in box)]
+
+
+def _held(x: Array) -> np.ndarray:
+    """``x``'s values in the driver: every array this module is handed is a small one."""
+    values = x._np
+    assert values is not None, "a small array's values are held in the driver"
+    return values
 
 
 def _root(values: np.ndarray) -> np.ndarray:
@@ -141,7 +148,7 @@ def wrap(out: Any, inputs: tuple[Array, ...] = ()) -> Any:
             if out.base is None:
                 return Array._local(out)
             root = _root(out)
-            memory = next((a._buf for a in inputs if _root(a._np) is root), None)
+            memory = next((a._buf for a in inputs if _root(_held(a)) is root), None)
             return Array._local(out, memory)
         from spartan.frontend.source import FromNumpy
 
@@ -280,7 +287,7 @@ def getitem(x: Array, key: Any) -> Any:
     otherwise, and NumPy's scalar for an integer per axis, as NumPy gives it (a scalar
     loop runs at NumPy's speed). A spartan array in the key is read through
     ``__array__``: it selects from a small array, so it is small too."""
-    out = x._np[key]
+    out = _held(x)[key]
     if type(out) is not np.ndarray:
         return out
     return Array._local(out, x._buf if out.base is not None else None)
@@ -290,7 +297,7 @@ def setitem(x: Array, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (a distributed value is fetched first)."""
     if isinstance(value, Array):
         value = value._np if value._np is not None else value.to_numpy()
-    x._np[key] = value
+    _held(x)[key] = value
     x._buf.wrote()
 
 

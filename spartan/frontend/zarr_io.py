@@ -14,6 +14,7 @@ gives each chunk (shard) to exactly one worker (:func:`spartan.frontend.stored.s
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,7 @@ class ZarrStorage:
     def read(self, index: tuple) -> np.ndarray:
         return np.asarray(self.open("r")[index])
 
-    def write(self, regions: list[tuple[Box, np.ndarray]]) -> int:
+    def write(self, regions: Sequence[tuple[Box, np.ndarray]]) -> int:
         array = self.open("r+")
         for box, block in regions:
             array[tuple(slice(lo, hi) for lo, hi in box)] = block
@@ -220,7 +221,7 @@ def to_zarr(
         )
 
     def create(expr: Expr | None) -> ZarrStorage:
-        layout = chunks
+        layout: tuple[int, ...] | str | None = chunks
         if layout is None:  # the tiles' (zarr's own for an array held in the driver)
             layout = "auto" if expr is None else tile_chunks(write_grid(expr))
         target = zarr.create_array(

@@ -65,8 +65,10 @@ def induced_tiling(vm: ViewMap, root_shape: Sequence[int], root: Tiling) -> Tili
         return Tiling.duplicated(vm.shape)
     cuts = []
     for a in vm.axes:
-        whole = a.base is not None and abs(a.step) == 1 and a.count == root_shape[a.base]
-        cuts.append(root.cuts[a.base] if whole else 1)
+        if a.base is not None and abs(a.step) == 1 and a.count == root_shape[a.base]:
+            cuts.append(root.cuts[a.base])
+        else:
+            cuts.append(1)
     return Tiling(tuple(cuts))
 
 

@@ -77,20 +77,20 @@ class TilingGraph:
         if pieces < 1:
             raise ValueError(f"pieces must be >= 1, got {pieces}")
         history = history or UpdateHistory()
-        fixed = dict(fixed or {})
         nodes = [n.id for n in program if not n.is_view]
         var_of = {nid: v for v, nid in enumerate(nodes)}
-        for nid, c in fixed.items():
+        pinned: dict[int, Choice] = {}
+        for nid, c in (fixed or {}).items():
             if nid not in var_of:
                 raise ValueError(f"node {nid} is a view or not in the program; it has no tiling")
-            c = c if isinstance(c, Choice) else Choice(c)
-            c.tiling.check(program[nid].shape)
-            fixed[nid] = c
-        chs, mem = [], []
+            pinned[nid] = c if isinstance(c, Choice) else Choice(c)
+            pinned[nid].tiling.check(program[nid].shape)
+        chs: list[list[Choice]] = []
+        mem: list[np.ndarray] = []
         for nid in nodes:
             node = program[nid]
-            if nid in fixed:
-                chs.append([fixed[nid]])
+            if nid in pinned:
+                chs.append([pinned[nid]])
                 mem.append(np.zeros(1, dtype=np.int64))
                 continue
             dup = dup_memory(node, nworkers)

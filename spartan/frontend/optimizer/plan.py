@@ -46,6 +46,7 @@ class Plan:
         for node in program:
             if node.is_view:
                 root, vm = program.root(node.id)
+                assert vm is not None, "a view node always has a view mapping onto its root"
                 tiling[node.id] = induced_tiling(vm, program[root].shape, tiling[root])
         return cls(
             program,

@@ -46,6 +46,7 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TypeAlias
 
 import numpy as np
 
@@ -60,9 +61,17 @@ from spartan.frontend.optimizer.geometry import (
 )
 from spartan.frontend.optimizer.program import Node, Program, axis_groups
 from spartan.frontend.taskgrid import view_grid
+from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Tiling, candidates, piece_of
 
 DOT_IMPLS = ("rows", "inner")
+
+Shape: TypeAlias = tuple[int, ...]
+#: An input as the cached cost functions key it: (root shape, root itemsize, the view
+#: onto the root or None, the input's own shape); hashable, for the lru_caches.
+InputKey: TypeAlias = tuple[Shape, int, ViewMap | None, Shape]
+#: A join's tasks: (number of groups, the worker running each group).
+JoinTasks: TypeAlias = tuple[int, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -229,7 +238,7 @@ def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     roots = tuple(x.root for x in xs)
     everywhere = fixed is None and not node.params["has_base"]
 
-    def update(tasks: tuple, c: Choice, inputs: tuple[Choice, ...]) -> int:
+    def update(tasks: JoinTasks, c: Choice, inputs: tuple[Choice, ...]) -> int:
         if everywhere and c.tiling.replicated and all(r.tiling.replicated for r in inputs):
             return 0  # every input whole on every worker: each computes its own copy
         return _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks, P)
@@ -283,7 +292,7 @@ def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     def axes(c: Choice) -> tuple[int, int]:
         return (0, -1) if c.impl == "rows" else inner_axes
 
-    def tasks(rx: Choice, c: Choice) -> tuple:
+    def tasks(rx: Choice, c: Choice) -> JoinTasks:
         return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
 
     def update(rx: Choice, c: Choice) -> int:
@@ -305,7 +314,7 @@ class _Input:
     """An input as its cost functions see it: the root node and the view onto it."""
 
     root: int
-    key: tuple  # (root shape, root itemsize, view or None, own shape): hashable for caches
+    key: InputKey
     shape: tuple[int, ...]
 
     @classmethod
@@ -316,13 +325,17 @@ class _Input:
         return cls(root, (rn.shape, rn.itemsize, vm, shape), shape)
 
 
-def _read(key: tuple, root_tiling: Tiling, boxes: np.ndarray, workers: np.ndarray, P: int) -> int:
+def _read(
+    key: InputKey, root_tiling: Tiling, boxes: np.ndarray, workers: np.ndarray, P: int
+) -> int:
     """Bytes fetched when ``workers[i]`` reads ``boxes[i]`` of an input (through its view)."""
     root_shape, itemsize, vm, _ = key
     return strided_read_bytes(root_shape, itemsize, root_tiling, selections(boxes, vm), workers, P)
 
 
-def _read_sel(key: tuple, root_tiling: Tiling, reads: tuple[np.ndarray, np.ndarray], P: int) -> int:
+def _read_sel(
+    key: InputKey, root_tiling: Tiling, reads: tuple[np.ndarray, np.ndarray], P: int
+) -> int:
     """:func:`_read` for reads already mapped to root selections (shared by choices)."""
     root_shape, itemsize, _, _ = key
     return strided_read_bytes(root_shape, itemsize, root_tiling, reads[0], reads[1], P)
@@ -330,7 +343,7 @@ def _read_sel(key: tuple, root_tiling: Tiling, reads: tuple[np.ndarray, np.ndarr
 
 @lru_cache(maxsize=65536)
 def _map_reads(
-    key: tuple, out_shape: tuple, out_t: Tiling, P: int
+    key: InputKey, out_shape: Shape, out_t: Tiling, P: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The root selections a map's output tiles read of one input, and their workers."""
     boxes, workers = layout(out_shape, out_t, P)
@@ -343,11 +356,11 @@ def _map_reads(
 
 
 @lru_cache(maxsize=65536)
-def _join_reads(key: tuple, axis: int, tasks: tuple) -> tuple[np.ndarray, np.ndarray]:
+def _join_reads(key: InputKey, axis: int, tasks: JoinTasks) -> tuple[np.ndarray, np.ndarray]:
     """The root selections the groups of a join read of one input, and their workers;
     a whole input (``axis`` -1) is read once per worker, by all its groups."""
-    groups, workers = tasks
-    workers = np.asarray(workers, dtype=np.int64)
+    groups, of_group = tasks
+    workers = np.asarray(of_group, dtype=np.int64)
     if axis == -1:
         workers = np.unique(workers)
         groups = len(workers)
@@ -355,7 +368,7 @@ def _join_reads(key: tuple, axis: int, tasks: tuple) -> tuple[np.ndarray, np.nda
     return selections(boxes, key[2]), workers
 
 
-def _grid(key: tuple, root_t: Tiling) -> Tiling:
+def _grid(key: InputKey, root_t: Tiling) -> Tiling:
     """The tiling readers of an input see: the root's, a view's induced one."""
     root_shape, _, vm, shape = key
     if vm is None:
@@ -364,7 +377,7 @@ def _grid(key: tuple, root_t: Tiling) -> Tiling:
 
 
 @lru_cache(maxsize=65536)
-def _task_grid(key: tuple, root_t: Tiling, P: int) -> tuple[Layout, int]:
+def _task_grid(key: InputKey, root_t: Tiling, P: int) -> tuple[Layout, int]:
     """Tasks that run per input tile (fold, scan): their boxes and workers, and the bytes
     they fetch. A duplicated input is handled by one task on worker 0; a view's tasks
     follow its root's tiles (:func:`~spartan.frontend.taskgrid.view_grid`) and fetch
@@ -381,19 +394,25 @@ def _task_grid(key: tuple, root_t: Tiling, P: int) -> tuple[Layout, int]:
 
 
 @lru_cache(maxsize=65536)
-def _retile(shape: tuple, itemsize: int, src: Tiling, dst: Tiling, P: int) -> int:
+def _retile(shape: Shape, itemsize: int, src: Tiling, dst: Tiling, P: int) -> int:
     boxes, workers = layout(shape, dst, P)
     return strided_read_bytes(shape, itemsize, src, selections(boxes), workers, P)
 
 
 @lru_cache(maxsize=65536)
-def _map_read(key: tuple, root_t: Tiling, out_shape: tuple, out_t: Tiling, P: int) -> int:
+def _map_read(key: InputKey, root_t: Tiling, out_shape: Shape, out_t: Tiling, P: int) -> int:
     return _read_sel(key, root_t, _map_reads(key, out_shape, out_t, P), P)
 
 
 @lru_cache(maxsize=65536)
 def _fold(
-    key: tuple, root_t: Tiling, axes: tuple, out_shape: tuple, itemsize: int, out_t: Tiling, P: int
+    key: InputKey,
+    root_t: Tiling,
+    axes: tuple[int, ...],
+    out_shape: Shape,
+    itemsize: int,
+    out_t: Tiling,
+    P: int,
 ) -> int:
     (boxes, workers), read = _task_grid(key, root_t, P)
     partial = np.delete(boxes, list(axes), axis=1)
@@ -405,7 +424,7 @@ def _fold(
 
 
 @lru_cache(maxsize=65536)
-def _scan(key: tuple, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P: int) -> int:
+def _scan(key: InputKey, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P: int) -> int:
     (boxes, workers), read = _task_grid(key, root_t, P)
     before = boxes[None, :, axis, 1] <= boxes[:, None, axis, 0]  # [p, q]: q precedes p
     others = np.delete(boxes, axis, axis=1)
@@ -421,7 +440,9 @@ def _scan(key: tuple, root_t: Tiling, axis: int, itemsize: int, out_t: Tiling, P
 
 
 @lru_cache(maxsize=65536)
-def _filter_read(grid_key: tuple, grid_root_t: Tiling, key: tuple, root_t: Tiling, P: int) -> int:
+def _filter_read(
+    grid_key: InputKey, grid_root_t: Tiling, key: InputKey, root_t: Tiling, P: int
+) -> int:
     """``key``'s reads in the row grid of the filtered array (as many rows as it has tiles)."""
     shape = grid_key[3]
     t = _grid(grid_key, grid_root_t)
@@ -432,7 +453,7 @@ def _filter_read(grid_key: tuple, grid_root_t: Tiling, key: tuple, root_t: Tilin
 
 @lru_cache(maxsize=65536)
 def _concat_read(
-    key: tuple, root_t: Tiling, axis: int, offset: int, out_shape: tuple, out_t: Tiling, P: int
+    key: InputKey, root_t: Tiling, axis: int, offset: int, out_shape: Shape, out_t: Tiling, P: int
 ) -> int:
     boxes, workers = layout(out_shape, out_t, P)
     n = key[3][axis]
@@ -444,7 +465,7 @@ def _concat_read(
 
 @lru_cache(maxsize=65536)
 def _join_tasks(
-    key: tuple, axis: int, root_t: Tiling, P: int, fixed: int | None = None
+    key: InputKey, axis: int, root_t: Tiling, P: int, fixed: int | None = None
 ) -> tuple[int, tuple[int, ...]]:
     """(groups, worker of each group) of a join whose first joined input is ``key``:
     ``fixed`` groups, else one per tile along the axis, else ``min(n, P)``."""
@@ -466,7 +487,7 @@ def _join_tasks(
 
 
 @lru_cache(maxsize=4096)
-def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
+def _slabs(shape: Shape, axis: int | None, groups: int) -> np.ndarray:
     """Slab ``g`` of ``groups`` along ``axis`` (``None``: the whole array) per group."""
     boxes = np.zeros((groups, len(shape), 2), dtype=np.int64)
     boxes[:, :, 1] = shape
@@ -479,16 +500,21 @@ def _slabs(shape: tuple, axis: int | None, groups: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=65536)
-def _join_read(key: tuple, root_t: Tiling, axis: int, tasks: tuple, P: int) -> int:
+def _join_read(key: InputKey, root_t: Tiling, axis: int, tasks: JoinTasks, P: int) -> int:
     return _read_sel(key, root_t, _join_reads(key, axis, tasks), P)
 
 
 @lru_cache(maxsize=65536)
 def _join_update(
-    out_shape: tuple, itemsize: int, out_t: Tiling, update_axis: int | None, tasks: tuple, P: int
+    out_shape: Shape,
+    itemsize: int,
+    out_t: Tiling,
+    update_axis: int | None,
+    tasks: JoinTasks,
+    P: int,
 ) -> int:
-    groups, workers = tasks
-    workers = np.asarray(workers, dtype=np.int64)
+    groups, of_group = tasks
+    workers = np.asarray(of_group, dtype=np.int64)
     slabs = _slabs(out_shape, update_axis, groups)
     if update_axis is None:  # whole-output updates: a worker combines its own first
         workers = np.unique(workers)
@@ -498,7 +524,7 @@ def _join_update(
 
 @lru_cache(maxsize=65536)
 def _reshape(
-    in_shape: tuple, itemsize: int, in_t: Tiling, out_shape: tuple, out_t: Tiling, P: int
+    in_shape: Shape, itemsize: int, in_t: Tiling, out_shape: Shape, out_t: Tiling, P: int
 ) -> int:
     """Elements of each output tile held by input tiles on other workers. Per group of
     axes (a merge or a split), the elements two tiles share are counted in C order."""

@@ -19,7 +19,7 @@ import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
 
@@ -185,7 +185,12 @@ class Program:
         if axis is None:
             axes = tuple(range(nd))
         else:
-            raw = (axis,) if isinstance(axis, int) or np.ndim(axis) == 0 else tuple(axis)
+            raw: tuple[SupportsIndex, ...]
+            if isinstance(axis, int) or np.ndim(axis) == 0:
+                # an int or a 0-d NumPy integer; _axis checks it with operator.index
+                raw = (cast(SupportsIndex, axis),)
+            else:
+                raw = tuple(axis)
             axes = tuple(sorted(_axis(a, nd) for a in raw))
             if len(set(axes)) != len(axes):
                 raise ValueError("duplicate value in 'axis'")
@@ -417,7 +422,7 @@ def _itemsize(itemsize: int) -> int:
     return size
 
 
-def _axis(axis: int, ndim: int) -> int:
+def _axis(axis: SupportsIndex, ndim: int) -> int:
     a = operator.index(axis)
     if not -ndim <= a < ndim:
         raise np.exceptions.AxisError(a, ndim)

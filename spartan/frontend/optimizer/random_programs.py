@@ -84,7 +84,15 @@ class _Builder:
     def _dim(self) -> int:
         return self.rng.choice(self.dims)
 
-    def _pick(self, ndim: int | None = None, materialized: bool = False) -> int | None:
+    def _pick(self, materialized: bool = False) -> int:
+        """A random array of any rank (a non-view one if ``materialized``)."""
+        x = self._pick_or_none(None, materialized)
+        # the program starts with a 2-D source, which is neither a view nor 0-d
+        assert x is not None, "the first source always qualifies"
+        return x
+
+    def _pick_or_none(self, ndim: int | None = None, materialized: bool = False) -> int | None:
+        """A random array of ``ndim`` dimensions (any if None), or None if there is none."""
         nodes = [
             n.id
             for n in self.p
@@ -146,7 +154,7 @@ class _Builder:
         return True
 
     def _join_update(self) -> bool:
-        x = self._pick(2)
+        x = self._pick_or_none(2)
         if x is None:
             return False
         axis = self.rng.randrange(2)
@@ -162,7 +170,7 @@ class _Builder:
         return True
 
     def _dot(self) -> bool:
-        x = self._pick(2)
+        x = self._pick_or_none(2)
         if x is None:
             return False
         k = self.p[x].shape[1]
@@ -173,7 +181,7 @@ class _Builder:
     def _slice(self) -> bool:
         x = self._pick()
         shape = self.p[x].shape
-        index = []
+        index: list[slice | int] = []
         for n in shape:
             r = self.rng.random()
             if r < 0.4:
@@ -188,7 +196,7 @@ class _Builder:
         return True
 
     def _transpose(self) -> bool:
-        x = self._pick(2)
+        x = self._pick_or_none(2)
         if x is None:
             return False
         self.p.transpose(x)

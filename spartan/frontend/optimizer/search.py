@@ -249,7 +249,7 @@ def exact(
     fits = _allowed(graph, budget)
     if allowed is not None:
         fits = [a[graph.memory[v][a] <= budget] for v, a in enumerate(allowed)]
-    stack = [(fits, budget, frozenset())]
+    stack: list[tuple[list[np.ndarray], int, frozenset[int]]] = [(fits, budget, frozenset())]
     while stack:
         allowed, left, forced = stack.pop()
         solved = _eliminate(graph, allowed, limit)
@@ -286,8 +286,9 @@ def exact(
 
 def _eliminate(
     graph: TilingGraph, allowed: list[np.ndarray], limit: int
-) -> tuple[int, list[int]] | None:
-    """Min-sum variable elimination restricted to ``allowed`` choices.
+) -> tuple[float, list[int]] | None:
+    """Min-sum variable elimination restricted to ``allowed`` choices: the least cost
+    and a choice per var (cost ``inf`` when some var has no allowed choice left).
 
     Among equal-cost optima it returns one with the least sum of choice indices (row
     before column before block before dup), by scaling bytes by ``scale`` and adding
@@ -404,8 +405,9 @@ def _elimination_order(
 
 def enumerate_all(
     graph: TilingGraph, budget: int, limit: int = ENUMERATION_LIMIT, chunk: int = 1 << 22
-) -> list[int]:
-    """Plain enumeration: the cost of every combination of choices, the cheapest kept.
+) -> list[int] | None:
+    """Plain enumeration: the cost of every combination of choices, the cheapest kept
+    (``None`` if no combination fits ``budget``).
 
     The last vars (up to ``chunk`` combinations) are costed as one NumPy array; the
     leading vars are looped over in Python."""
@@ -431,7 +433,8 @@ def enumerate_all(
     mem_base = np.zeros(inner_sizes, dtype=np.int64)
     for v in inner:
         mem_base = mem_base + _expand(graph.memory[v], (v,), inner, sizes)
-    best, best_cost = None, np.iinfo(np.int64).max
+    best: list[int] | None = None
+    best_cost = int(np.iinfo(np.int64).max)
     for outer in itertools.product(*(range(s) for s in sizes[:split])):
         total = base
         for f in mixed:
@@ -442,6 +445,6 @@ def enumerate_all(
         total = np.where(mem <= budget, total, np.iinfo(np.int64).max)
         i = int(total.argmin())
         if total.flat[i] < best_cost:
-            best_cost = total.flat[i]
+            best_cost = int(total.flat[i])
             best = list(outer) + [int(k) for k in np.unravel_index(i, inner_sizes)]
     return best

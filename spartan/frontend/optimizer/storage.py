@@ -90,10 +90,13 @@ class StorageChunks:
         if tiling.replicated:
             return tiling
         cut = [i for i, c in enumerate(tiling.cuts) if c > 1]
-        if len(cut) != 1 or self.axes[cut[0]] is None:
+        if len(cut) != 1:
             return tiling
         a = cut[0]
-        n, c, ax = shape[a], tiling.cuts[a], self.axes[a]
+        ax = self.axes[a]
+        if ax is None:
+            return tiling
+        n, c = shape[a], tiling.cuts[a]
         if not any(ax.splits(i * n // c) for i in range(1, c)):
             return tiling
         best = _aligned_count(n, c, ax, nworkers)
