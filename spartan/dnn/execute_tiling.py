@@ -33,136 +33,51 @@ from dataclasses import dataclass
 import numpy as np
 
 from spartan.backend.base import Backend, Piece, Region
+from spartan.dnn import kernels
 from spartan.dnn.graph import Graph, Op, TensorKind
 from spartan.dnn.tiling.forms import RED
 from spartan.dnn.tiling.plan import Plan
 
 Box = tuple[tuple[int, int], ...]
 
-# ---- NumPy kernels (whole arrays or tiles: every kernel is region-consistent) ------------
+# ---- kernels: the shared table, run on whole arrays or tiles ------------------------------
+# Every kernel is region-consistent under the op's aligned forms (spartan.dnn.tiling.forms):
+# a device's tile of the output is the kernel applied to its tiles of the inputs, given the
+# tile's output shape, the full batch (the loss divides by it) and the tiles' offsets.
+
+KERNELS = kernels.KERNELS
 
 
-def _t(a: np.ndarray, flag: object) -> np.ndarray:
-    return a.swapaxes(-1, -2) if flag else a
-
-
-def _windows(x: np.ndarray, k: tuple[int, int], stride: int, pad: tuple[int, int]) -> np.ndarray:
-    """(N, C, Ho, Wo, kh, kw) sliding windows of a padded NCHW array."""
-    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
-    win = np.lib.stride_tricks.sliding_window_view(xp, k, axis=(2, 3))
-    return win[:, :, ::stride, ::stride]
-
-
-def _unwindow(
-    cols: np.ndarray, xshape: tuple, k: tuple[int, int], stride: int, pad: tuple[int, int]
+def run_kernel(
+    op: Op,
+    args: list[np.ndarray],
+    out_shape: tuple,
+    batch: int,
+    offsets: tuple[tuple[int, ...], ...] | None = None,
 ) -> np.ndarray:
-    """Adjoint of :func:`_windows`: scatter-add (N, C, Ho, Wo, kh, kw) back to NCHW."""
-    n, c, h, w = xshape
-    out = np.zeros((n, c, h + 2 * pad[0], w + 2 * pad[1]), dtype=cols.dtype)
-    ho, wo = cols.shape[2], cols.shape[3]
-    for i, j in itertools.product(range(k[0]), range(k[1])):
-        out[:, :, i : i + stride * ho : stride, j : j + stride * wo : stride] += cols[..., i, j]
-    return out[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + w]
+    """Apply ``op`` to (tiles of) its inputs; ``batch`` is the full batch (loss scaling),
+    ``offsets`` each input tile's first index in its tensor. The output keeps the dtype
+    of the first floating-point input (so a float64 run stays float64).
 
-
-def _conv(op: Op, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    win = _windows(x, w.shape[2:], op.attrs["stride"], op.attrs["padding"])
-    return np.einsum("nchwij,ocij->nohw", win, w, optimize=True)
-
-
-def _conv_grad(op: Op, dy: np.ndarray, other: np.ndarray, out_shape: tuple) -> np.ndarray:
-    s, p = op.attrs["stride"], op.attrs["padding"]
-    if op.attrs["wrt"] == 0:  # other = w; dx
-        cols = np.einsum("nohw,ocij->nchwij", dy, other, optimize=True)
-        return _unwindow(cols, out_shape, other.shape[2:], s, p)
-    win = _windows(other, out_shape[2:], s, p)  # other = x; dw
-    return np.einsum("nchwij,nohw->ocij", win, dy, optimize=True)
-
-
-def _pool_windows(op: Op, x: np.ndarray) -> np.ndarray:
-    k, pad = op.attrs["kernel"], op.attrs["padding"]
-    return _windows(x, (k, k), op.attrs["stride"], (pad, pad))
-
-
-def _maxpool_grad(op: Op, dy: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    k, s, pad = op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"]
-    win = _pool_windows(op, x)
-    mask = win == y[..., None, None]
-    mask = mask / mask.sum(axis=(-1, -2), keepdims=True)  # ties share the gradient
-    return _unwindow(mask * dy[..., None, None], x.shape, (k, k), s, (pad, pad))
-
-
-def _bias_shape(op: Op, x: np.ndarray, b: np.ndarray) -> np.ndarray:
-    view = [1] * x.ndim
-    view[op.attrs["axis"]] = b.shape[0]
-    return b.reshape(view)
-
-
-def _xent(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Log-softmax of the logits and the one-hot labels."""
-    z = logits - logits.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return logp, np.eye(logits.shape[1], dtype=logits.dtype)[labels]
-
-
-def _loss(logits: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
-    """Summed cross-entropy of these rows over the full batch ``n`` (a partial mean)."""
-    logp, onehot = _xent(logits, labels)
-    return np.asarray(-(logp * onehot).sum() / n, dtype=logits.dtype)
-
-
-def _loss_grad(*args: np.ndarray, n: int) -> np.ndarray:
-    *scale, logits, labels = args  # ([dloss], logits, labels)
-    logp, onehot = _xent(logits, labels)
-    g = (np.exp(logp) - onehot) / n
-    return (g * scale[0] if scale else g).astype(logits.dtype)
-
-
-def _matmul_grad(op: Op, dy: np.ndarray, other: np.ndarray) -> np.ndarray:
-    ta, tb = op.attrs.get("ta"), op.attrs.get("tb")
-    if op.attrs["wrt"] == 0:  # other = w
-        b = _t(other, tb)
-        return _t(b, False) @ _t(dy, True) if ta else dy @ _t(b, True)
-    a = _t(other, ta)  # other = x
-    return _t(dy, True) @ a if tb else _t(a, True) @ dy
-
-
-Kernel = Callable[..., np.ndarray]
-
-KERNELS: dict[str, Kernel] = {
-    "matmul": lambda op, x, w, **_: _t(x, op.attrs.get("ta")) @ _t(w, op.attrs.get("tb")),
-    "matmul_grad": lambda op, dy, o, **_: _matmul_grad(op, dy, o),
-    "bias_add": lambda op, x, b, **_: x + _bias_shape(op, x, b),
-    "bias_add_grad": lambda op, dy, **_: dy.sum(
-        axis=tuple(a for a in range(dy.ndim) if a != op.attrs["axis"])
-    ),
-    "relu": lambda op, x, **_: np.maximum(x, 0),
-    "relu_grad": lambda op, dy, y, **_: dy * (y > 0),
-    "tanh": lambda op, x, **_: np.tanh(x),
-    "tanh_grad": lambda op, dy, y, **_: dy * (1 - y * y),
-    "sigmoid": lambda op, x, **_: 1 / (1 + np.exp(-x)),
-    "sigmoid_grad": lambda op, dy, y, **_: dy * y * (1 - y),
-    "add": lambda op, a, b, **_: a + b,
-    "mul": lambda op, a, b, **_: a * b,
-    "mul_grad": lambda op, dy, other, **_: dy * other,
-    "conv2d": lambda op, x, w, **_: _conv(op, x, w),
-    "conv2d_grad": lambda op, dy, o, out_shape, **_: _conv_grad(op, dy, o, out_shape),
-    "maxpool": lambda op, x, **_: _pool_windows(op, x).max(axis=(-1, -2)),
-    "maxpool_grad": lambda op, dy, x, y, **_: _maxpool_grad(op, dy, x, y),
-    "reshape": lambda op, x, out_shape, **_: x.reshape(out_shape),
-    "reshape_grad": lambda op, dy, out_shape, **_: dy.reshape(out_shape),
-    "softmax_xent": lambda op, logits, labels, n, **_: _loss(logits, labels, n),
-    "softmax_xent_grad": lambda op, *a, n, **_: _loss_grad(*a, n=n),
-    "sgd": lambda op, w, dw, **_: w - op.attrs["lr"] * dw,
-}
-
-
-def run_kernel(op: Op, args: list[np.ndarray], out_shape: tuple, batch: int) -> np.ndarray:
-    """Apply ``op`` to (tiles of) its inputs; ``batch`` is the full batch (loss scaling)."""
+    Inputs the op updates in place (optimizer state) are copied first: a tile handed to
+    a task may be the stored block of the old value.
+    """
     if op.type not in KERNELS:
-        raise ValueError(f"no NumPy kernel for op type {op.type!r}")
-    out = KERNELS[op.type](op, *args, out_shape=out_shape, n=batch)
-    return np.asarray(out, dtype=args[0].dtype)
+        raise ValueError(
+            f"op {op.name!r}: no NumPy kernel for op type {op.type!r}; supported: {sorted(KERNELS)}"
+        )
+    args = [np.array(a, copy=True) if t in op.inplace else a for a, t in zip(args, op.inputs)]
+    attrs = {**op.attrs, "out_shape": tuple(out_shape), "batch": batch}
+    if offsets is not None:
+        attrs["in_offsets"] = offsets
+    out = kernels.run_kernel(np, op.type, args, attrs)
+    if isinstance(out, tuple):
+        raise ValueError(
+            f"op {op.name!r}: the tiling executor runs single-output ops only "
+            f"(optimizer {op.type!r} keeps state; use sgd)"
+        )
+    floats = [a.dtype for a in args if np.issubdtype(a.dtype, np.floating)]
+    return np.asarray(out, dtype=floats[0] if floats else None).reshape(out_shape)
 
 
 def _batch(graph: Graph) -> int:
@@ -180,9 +95,12 @@ def random_values(graph: Graph, seed: int = 0, classes: int | None = None) -> di
             TensorKind.GRADIENT,
         ):
             continue
-        if t.dtype.startswith("int"):  # class labels of a softmax_xent
-            logits = next(o for o in graph.consumers(name) if o.type == "softmax_xent").inputs[0]
-            n = classes or graph.tensors[logits].shape[-1]
+        if t.dtype.startswith("int"):  # class labels of a softmax_xent, or lookup ids
+            user = next(o for o in graph.consumers(name) if o.type in ("softmax_xent", "embedding"))
+            if user.type == "embedding":
+                n = graph.tensors[user.inputs[1]].shape[0]
+            else:
+                n = classes or graph.tensors[user.inputs[0]].shape[-1]
             out[name] = rng.integers(0, n, size=t.shape).astype(t.dtype)
         else:
             scale = (
@@ -311,14 +229,13 @@ class _Runner:
         n = _batch(self.g)
         raw_boxes = []
         for d in range(self.p):
-            args = [
-                self.gather(t, region(self.g.tensors[t].shape, ins[i], d), d)
-                for i, t in enumerate(op.inputs)
-            ]
+            boxes = [region(self.g.tensors[t].shape, ins[i], d) for i, t in enumerate(op.inputs)]
+            args = [self.gather(t, box, d) for t, box in zip(op.inputs, boxes)]
+            offsets = tuple(tuple(lo for lo, _ in box) for box in boxes)
             obox = region(out_t.shape, outs, d)
             raw_boxes.append(obox)
             oshape = tuple(hi - lo for lo, hi in obox)
-            fn = _task(op, oshape, n)
+            fn = _task(op, oshape, n, offsets)
             self.be.submit(d, fn, args, [(raw, d)])
         red = tuple(j for j, a in enumerate(outs) if a == RED)
         self.hold[out] = Holding(raw, raw_boxes, red)
@@ -349,9 +266,11 @@ class _Runner:
         return full
 
 
-def _task(op: Op, out_shape: tuple, batch: int) -> Callable[..., np.ndarray]:
+def _task(
+    op: Op, out_shape: tuple, batch: int, offsets: tuple[tuple[int, ...], ...]
+) -> Callable[..., np.ndarray]:
     def sub_op(*args: np.ndarray) -> np.ndarray:
-        return run_kernel(op, list(args), out_shape, batch)
+        return run_kernel(op, list(args), out_shape, batch, offsets)
 
     return sub_op
 

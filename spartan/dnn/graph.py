@@ -144,6 +144,9 @@ class Graph:
 
     def __init__(self, name: str = "graph") -> None:
         self.name = name
+        # The model's output tensors, where a builder records them (e.g. from_torch):
+        # informational only; planners and executors ignore it.
+        self.outputs: tuple[str, ...] = ()
         self.tensors: dict[str, Tensor] = {}
         self.ops: list[Op] = []
         self._ops_by_name: dict[str, Op] = {}
@@ -289,9 +292,10 @@ class Graph:
                 if t in op.inputs and op.phase is not Phase.UPDATE:
                     raise ValueError(f"op {op.name!r} updates {t!r} in place outside UPDATE")
                 created.add(t)
-        for name, t in self.tensors.items():
-            if t.kind in (TensorKind.ACTIVATION, TensorKind.SCRATCH) and name not in self._producer:
-                raise ValueError(f"{t.kind.value} tensor {name!r} has no producer")
+        for name, tensor in self.tensors.items():
+            kind = tensor.kind
+            if kind in (TensorKind.ACTIVATION, TensorKind.SCRATCH) and name not in self._producer:
+                raise ValueError(f"{kind.value} tensor {name!r} has no producer")
 
     # ---- internals ------------------------------------------------------------------
     def _dep_maps(self) -> tuple[dict[str, list[Op]], dict[str, list[Op]]]:

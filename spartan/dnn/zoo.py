@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from spartan.dnn.graph import Graph, Op, Phase, TensorKind
 
@@ -176,10 +178,11 @@ class Net:
         n, c, _, _ = self.shape(x)
         return self.op("global_avgpool", [x], (n, c), math.prod(self.shape(x)), name)
 
-    def unary(self, type: str, x: str, name: str | None = None) -> str:
+    def unary(self, type: str, x: str, name: str | None = None, **attrs: object) -> str:
+        """An element-wise activation; ``attrs`` such as ``approximate="tanh"`` for GELU."""
         if type not in ELEMENTWISE_UNARY:
             raise ValueError(f"unknown activation {type!r}; one of {ELEMENTWISE_UNARY}")
-        return self.op(type, [x], self.shape(x), math.prod(self.shape(x)), name)
+        return self.op(type, [x], self.shape(x), math.prod(self.shape(x)), name, **attrs)
 
     def relu(self, x: str, name: str | None = None) -> str:
         return self.unary("relu", x, name)
@@ -204,23 +207,41 @@ class Net:
     def mul(self, a: str, b: str, name: str | None = None) -> str:
         return self._binary("mul", a, b, name)
 
-    def batchnorm(self, x: str, name: str | None = None) -> str:
-        """Batch normalization over channel axis 1 (learned scale and shift)."""
+    def batchnorm(
+        self,
+        x: str,
+        name: str | None = None,
+        eps: float = 1e-5,
+        params: tuple[str, str] | None = None,
+    ) -> str:
+        """Batch normalization over channel axis 1 with the batch's statistics (learned
+        scale and shift; ``params`` names existing ``(gamma, beta)`` tensors)."""
         c = self.shape(x)[1]
         base = name or self._unique("bn")
-        gamma, beta = self.param(f"{base}.gamma", (c,)), self.param(f"{base}.beta", (c,))
-        return self.op(
-            "batchnorm", [x, gamma, beta], self.shape(x), 8 * math.prod(self.shape(x)), base
+        gamma, beta = params or (
+            self.param(f"{base}.gamma", (c,)),
+            self.param(f"{base}.beta", (c,)),
         )
+        flops = 8 * math.prod(self.shape(x))
+        return self.op("batchnorm", [x, gamma, beta], self.shape(x), flops, base, eps=eps)
 
-    def layernorm(self, x: str, name: str | None = None) -> str:
-        """Layer normalization over the last axis (learned scale and shift)."""
+    def layernorm(
+        self,
+        x: str,
+        name: str | None = None,
+        eps: float = 1e-5,
+        params: tuple[str, str] | None = None,
+    ) -> str:
+        """Layer normalization over the last axis (learned scale and shift; ``params``
+        names existing ``(gamma, beta)`` tensors)."""
         d = self.shape(x)[-1]
         base = name or self._unique("ln")
-        gamma, beta = self.param(f"{base}.gamma", (d,)), self.param(f"{base}.beta", (d,))
-        return self.op(
-            "layernorm", [x, gamma, beta], self.shape(x), 8 * math.prod(self.shape(x)), base
+        gamma, beta = params or (
+            self.param(f"{base}.gamma", (d,)),
+            self.param(f"{base}.beta", (d,)),
         )
+        flops = 8 * math.prod(self.shape(x))
+        return self.op("layernorm", [x, gamma, beta], self.shape(x), flops, base, eps=eps)
 
     def reshape(self, x: str, shape: Sequence[int], name: str | None = None) -> str:
         shape = tuple(shape)
@@ -281,6 +302,11 @@ class Net:
         """Softmax over the last axis."""
         return self.op("softmax", [x], self.shape(x), 5 * math.prod(self.shape(x)), name)
 
+    def causal_mask(self, x: str, name: str | None = None) -> str:
+        """Set attention scores of keys after the query to -inf over the last two axes
+        (query ``i`` sees keys ``j <= i``), before a softmax."""
+        return self.op("causal_mask", [x], self.shape(x), math.prod(self.shape(x)), name)
+
     def scale(self, x: str, factor: float, name: str | None = None) -> str:
         return self.op("scale", [x], self.shape(x), math.prod(self.shape(x)), name, factor=factor)
 
@@ -322,7 +348,9 @@ class Net:
         if training:
             if (loss is None) == (output is None):
                 raise ValueError("training needs exactly one of loss= or output=")
-            grads = backward(g, loss if loss is not None else output, seed=loss is None)
+            root = loss if loss is not None else output
+            assert root is not None  # exactly one of them, checked above
+            grads = backward(g, root, seed=loss is None)
             add_updates(g, grads, optimizer, lr)
         g.validate()
         return g
@@ -352,6 +380,7 @@ _SAVED: dict[str, dict[int, tuple[str, ...]]] = {
     "slice": {0: ()},
     "softmax": {0: ("y",)},
     "scale": {0: ()},
+    "causal_mask": {0: ()},
     "embedding": {1: ("x0",)},
     "softmax_xent": {0: ("x0", "x1")},
 }
@@ -440,7 +469,8 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
             gname = f"d{x}" if fan[x] == 1 else f"d{x}#{k}"
             graph.add_tensor(gname, xt.shape, TensorKind.GRADIENT, xt.dtype)
             inputs = ([dy] if dy != _ONE else []) + reads
-            attrs = {**op.attrs, "of": op.name, "wrt": i}
+            # out_shape: the gradient's shape, which kernels of shape-changing ops need
+            attrs = {**op.attrs, "of": op.name, "wrt": i, "out_shape": xt.shape}
             graph.add_op(
                 f"{op.name}:grad{i}",
                 f"{op.type}_grad",
@@ -953,3 +983,163 @@ def gpt2(
     layers, d, heads = GPT2_SIZES[size]
     return transformer(layers, d, heads, seq, batch, vocab=50257, max_pos=1024, pre_ln=True,
                        name=f"gpt2_{size}", training=training, optimizer=optimizer)  # fmt: skip
+
+
+def op_coverage(batch: int = 4) -> Graph:
+    """A tiny training graph using every forward op type of the IR (conv, batchnorm,
+    max/avg/global pooling, concat, GELU, embedding, layernorm, transpose, batched
+    matmul, scale, causal mask, softmax, mul, sigmoid, slice, dense): executors' tests
+    run it.
+
+    >>> {"conv2d", "embedding", "layernorm_grad"} <= {o.type for o in op_coverage().ops}
+    True
+    """
+    net = Net("every_op")
+    x = net.input("x", (batch, 2, 6, 6))
+    h = net.batchnorm(net.conv2d(x, 4, 3, padding=1, bias=False, name="conv"), name="bn")
+    h = net.maxpool(h, 3, stride=2, padding=1, name="mp")  # (b, 4, 3, 3)
+    h = net.concat([h, net.avgpool(h, 3, stride=1, padding=1, name="ap")], axis=1, name="cat")
+    h = net.global_avgpool(net.gelu(h, name="gelu"), name="gap")  # (b, 8)
+    ids = net.input("ids", (batch,), dtype="int32")
+    h = net.add(h, net.embedding(ids, 6, 8, name="embed"), name="plus")
+    h = net.layernorm(net.reshape(h, (batch, 2, 4), name="r3"), name="ln")
+    t = net.transpose(net.tanh(h, name="tanh"), (0, 2, 1), name="tr")  # (b, 4, 2)
+    s = net.scale(net.batch_matmul(t, t, tb=True, name="bmm"), 0.5)
+    s = net.softmax(net.causal_mask(s, name="causal"), name="sm")
+    s = net.slice(net.mul(s, net.sigmoid(s, name="sig"), name="mul"), 2, 0, 2, name="sl")
+    h = net.reshape(s, (batch, 8), name="flat")
+    logits = net.dense(h, 3, name="fc")
+    return net.build(loss=net.softmax_xent(logits, net.input("labels", (batch,), dtype="int32")))
+
+
+# ---- torch twins (the torch extra) ----------------------------------------------------------
+# Small PyTorch models paired with their imported graphs, so that import fidelity and every
+# executor can be checked against torch itself. The torch classes are defined inside the
+# factories: importing this module never needs torch.
+
+TORCH_TWINS = ("mlp", "cnn", "transformer_block", "lstm_step")
+
+
+@dataclass
+class TorchTwin:
+    """A torch module, the shapes of its ``forward`` inputs, and its imported graph.
+
+    Graph parameters carry torch's names and layouts: ``torch_parameters(twin.module)``
+    (:mod:`spartan.dnn.torch_import`) gives their values as they are.
+    """
+
+    name: str
+    module: Any
+    inputs: tuple[tuple[int, ...], ...]
+    graph: Graph
+
+
+def torch_mlp(widths: Sequence[int] = (8, 16, 16, 4)) -> Any:
+    """An ``nn.Sequential`` MLP: Linear layers with ReLU between them."""
+    import torch.nn as tnn
+
+    layers: list[Any] = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers += [tnn.Linear(a, b)] + ([tnn.ReLU()] if i < len(widths) - 2 else [])
+    return tnn.Sequential(*layers)
+
+
+def torch_cnn(channels: int = 4, classes: int = 10) -> Any:
+    """A small CNN: conv -> batchnorm -> relu -> maxpool, a residual conv block, average
+    pooling and a linear classifier (train mode: batchnorm uses the batch's statistics)."""
+    import torch
+    import torch.nn as tnn
+
+    class SmallCNN(tnn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = tnn.Conv2d(3, channels, 3, padding=1, bias=False)
+            self.bn1 = tnn.BatchNorm2d(channels)
+            self.pool = tnn.MaxPool2d(2)
+            self.conv2 = tnn.Conv2d(channels, channels, 3, padding=1)
+            self.bn2 = tnn.BatchNorm2d(channels)
+            self.avg = tnn.AdaptiveAvgPool2d(1)
+            self.fc = tnn.Linear(channels, classes)
+
+        def forward(self, x: Any) -> Any:
+            h = self.pool(torch.relu(self.bn1(self.conv1(x))))
+            h = h + torch.relu(self.bn2(self.conv2(h)))
+            return self.fc(torch.flatten(self.avg(h), 1))
+
+    return SmallCNN()
+
+
+def torch_transformer_block(d_model: int = 8, heads: int = 2, ffn: int = 16) -> Any:
+    """A pre-LN transformer block with hand-written attention: the head split uses
+    ``x.shape`` and ``.chunk``, the scores ``softmax(q k^T / sqrt(d)) v``."""
+    import torch.nn as tnn
+
+    class Block(tnn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.heads = heads
+            self.ln1 = tnn.LayerNorm(d_model)
+            self.qkv = tnn.Linear(d_model, 3 * d_model)
+            self.proj = tnn.Linear(d_model, d_model)
+            self.ln2 = tnn.LayerNorm(d_model)
+            self.fc1 = tnn.Linear(d_model, ffn)
+            self.act = tnn.GELU()
+            self.fc2 = tnn.Linear(ffn, d_model)
+            self.drop = tnn.Dropout(0.0)
+
+        def forward(self, x: Any) -> Any:
+            b, s, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+            q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * q.size(-1) ** -0.5
+            y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, s, d)
+            x = x + self.drop(self.proj(y))
+            return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+    return Block()
+
+
+def torch_lstm_step(input_size: int = 6, hidden: int = 8, classes: int = 5) -> Any:
+    """One step of ``nn.LSTMCell`` on ``(x, h, c)`` followed by a linear classifier of
+    the new hidden state."""
+    import torch.nn as tnn
+
+    class LSTMStep(tnn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cell = tnn.LSTMCell(input_size, hidden)
+            self.head = tnn.Linear(hidden, classes)
+
+        def forward(self, x: Any, h: Any, c: Any) -> Any:
+            h2, _ = self.cell(x, (h, c))
+            return self.head(h2)
+
+    return LSTMStep()
+
+
+def torch_twin(name: str, batch: int = 4, training: bool = True, seed: int = 0) -> TorchTwin:
+    """One of :data:`TORCH_TWINS` at test size, its torch weights seeded with ``seed``.
+
+    >>> twin = torch_twin("mlp")  # doctest: +SKIP
+    >>> twin.graph.param_count() == sum(p.numel() for p in twin.module.parameters())  # doctest: +SKIP
+    True
+    """
+    import torch
+
+    from spartan.dnn.torch_import import from_torch
+
+    torch.manual_seed(seed)
+    inputs: tuple[tuple[int, ...], ...]
+    if name == "mlp":
+        module, inputs = torch_mlp(), ((batch, 8),)
+    elif name == "cnn":
+        module, inputs = torch_cnn(), ((batch, 3, 8, 8),)
+    elif name == "transformer_block":
+        module, inputs = torch_transformer_block(), ((batch, 4, 8),)
+    elif name == "lstm_step":
+        module, inputs = torch_lstm_step(), ((batch, 6), (batch, 8), (batch, 8))
+    else:
+        raise ValueError(f"unknown torch twin {name!r}; one of {TORCH_TWINS}")
+    module.train()
+    graph = from_torch(module, list(inputs), training=training, name=f"torch_{name}")
+    return TorchTwin(name, module, inputs, graph)

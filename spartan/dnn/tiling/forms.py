@@ -142,7 +142,10 @@ def _norm(op: Op, shapes: Shapes) -> list[Form]:
     """batchnorm: batch or channel splits; layernorm: any axis but the normalized last."""
     x = shapes[op.inputs[0]]  # x or dy: same shape
     if op.type.startswith("batchnorm"):
-        axes = {0: REP, 1: 0}  # split axis -> tiling of the (C,) scale/shift
+        # Batch statistics couple every sample, so only a channel split is exact; dbeta
+        # (a plain sum of dy) may still split the batch into partial sums.
+        dbeta = op.type == "batchnorm_grad" and op.attrs["wrt"] == 2
+        axes = {0: REP, 1: 0} if dbeta else {1: 0}  # split axis -> (C,) scale/shift tiling
     else:
         axes = {a: REP for a in range(len(x) - 1)}
     forms = []
@@ -216,7 +219,8 @@ def _embedding(op: Op, shapes: Shapes) -> list[Form]:
     return forms + [Form((ids_nd, REP), (1,))]
 
 
-ELEMENTWISE = {"relu", "tanh", "sigmoid", "gelu", "add", "mul", "scale", "sgd", "momentum", "adam"}
+ELEMENTWISE = {"relu", "tanh", "sigmoid", "gelu", "add", "mul", "scale", "sgd", "momentum", "adam",
+               "causal_mask"}  # fmt: skip
 
 _RULES: dict[str, Callable[[Op, Shapes], list[Form]]] = {
     "matmul": _matmul,
