@@ -14,6 +14,7 @@ from spartan.dnn.tiling.baselines import (
     model_parallel,
     one_weird_trick,
 )
+from spartan.dnn.tiling.exact import joint_optimum, local_search, moved
 from spartan.dnn.tiling.forms import RED, REP, Form, aligned_forms, conversion
 from spartan.dnn.tiling.kcut import k_cuts, k_cuts_exhaustive
 from spartan.dnn.tiling.onecut import OneCut, build_problem, one_cut, one_cut_exhaustive
@@ -25,6 +26,9 @@ __all__ = [
     "Plan",
     "data_parallel",
     "evaluate",
+    "joint_optimum",
+    "local_search",
+    "moved",
     "k_cuts",
     "k_cuts_exhaustive",
     "megatron",

@@ -43,8 +43,8 @@ def param_of(graph: Graph) -> dict[str, str]:
         base = name.split("#")[0]
         if base != name and base in owner:
             owner[name] = owner[base]
-    for t in graph.params():
-        owner.setdefault(t.name, t.name)
+    for param in graph.params():
+        owner.setdefault(param.name, param.name)
     return owner
 
 

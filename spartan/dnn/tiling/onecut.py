@@ -48,6 +48,27 @@ class Problem:
 
     weights: dict[str, float] = field(default_factory=dict)
 
+    def exhaustive(self, limit: int) -> tuple[dict[str, int], float, int]:
+        """Every assignment scored at once (the broadcast sum of all op tables over the
+        tensors ops touch): the cheapest as a domain index per tensor, its cost, and how
+        many assignments there were (ValueError past ``limit``)."""
+        names = [t for t in self.graph.tensors if any(t in ts for ts in self.tensors_of.values())]
+        dims = [len(self.domains[t]) for t in names]
+        count = math.prod(dims)
+        if count > limit:
+            raise ValueError(f"{count} assignments exceed the exhaustive limit {limit}")
+        total = np.zeros(dims)
+        for op in self.graph.ops:
+            ts = self.tensors_of[op.name]
+            idx = [names.index(t) for t in ts]
+            perm = sorted(range(len(ts)), key=lambda j: idx[j])
+            view = [1] * len(names)
+            for j in perm:
+                view[idx[j]] = dims[idx[j]]
+            total = total + np.transpose(self.tables[op.name], perm).reshape(view)
+        pos = np.unravel_index(int(np.argmin(total)), total.shape)
+        return dict(zip(names, map(int, pos))), float(total[pos]), count
+
     def weight(self, tensor: str) -> float:
         """Cost of moving the whole (tile of the) tensor once, in the problem's unit."""
         w = self.weights.get(tensor)
@@ -377,22 +398,8 @@ def one_cut_exhaustive(
     """Optimal one-cut tiling by scoring every assignment at once: the broadcast sum of
     all op tables over all tensors (``limit`` caps the number of assignments)."""
     prob = build_problem(graph, shapes, fixed, unit)
-    names = [t for t in graph.tensors if any(t in prob.tensors_of[o.name] for o in graph.ops)]
-    dims = [len(prob.domains[t]) for t in names]
-    count = int(np.prod(dims, dtype=np.float64))
-    if count > limit:
-        raise ValueError(f"{count} assignments exceed the exhaustive limit {limit}")
-    total = np.zeros(dims)
-    for op in graph.ops:
-        ts = prob.tensors_of[op.name]
-        idx = [names.index(t) for t in ts]
-        perm = sorted(range(len(ts)), key=lambda j: idx[j])
-        view = [1] * len(names)
-        for j in perm:
-            view[idx[j]] = dims[idx[j]]
-        total = total + np.transpose(prob.tables[op.name], perm).reshape(view)
-    pos = np.unravel_index(int(np.argmin(total)), total.shape)
-    tiling = {t: prob.domains[t][p] for t, p in zip(names, pos)}
+    best, cost, count = prob.exhaustive(limit)
+    tiling = {t: prob.domains[t][p] for t, p in best.items()}
     for t in graph.tensors:
         tiling.setdefault(t, REP)
-    return OneCut(tiling, float(total[pos]), True, count, "exhaustive")
+    return OneCut(tiling, cost, True, count, "exhaustive")

@@ -1,15 +1,22 @@
 """A k-cut tiling plan of a graph: per-tensor tilings, communication and a breakdown.
 
 A plan is a list of one-cut tilings of the graph, first cut first (it goes over the
-slowest links). Cut ``j`` tiles the *tile graph* left by cuts ``0..j-1`` (each tensor
-halved along its earlier splits) and is paid by ``2**j`` device groups, so the bytes
-moved per iteration are ``sum_j 2**j * delta_j`` (SoyBean Theorem 1).
+slowest links). Two costs are kept:
+
+* ``total`` — the *honest* cost: the bytes the tiling executor really moves, each op
+  running its cheapest sequence of aligned forms (:mod:`spartan.dnn.tiling.exact`);
+  ``level_bytes[j]`` splits it by the link level (first differing device bit) it uses;
+* ``paper_total`` — SoyBean's model (Theorem 1): cut ``j`` tiles the *tile graph* left
+  by cuts ``0..j-1`` and is paid by ``2**j`` device groups, ``sum_j 2**j * delta_j``.
+  Equal to ``total`` for one cut; below it at deeper cuts when a later cut replicates
+  or reduces what an earlier one converted (see :mod:`spartan.dnn.tiling.exact`).
 
 >>> from spartan.dnn.zoo import mlp
 >>> g = mlp(400, [300] * 4, activation=None, bias=False, loss=False)
 >>> data = {t: REP if g.tensors[t].kind.value == "param" else 0 for t in g.tensors}
->>> evaluate(g, [data], unit="elements").total
-540000.0
+>>> p = evaluate(g, [data], unit="elements")
+>>> p.total, p.paper_total
+(540000.0, 540000.0)
 """
 
 from __future__ import annotations
@@ -17,8 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from spartan.dnn.graph import Graph
 from spartan.dnn.hardware import Accelerator, op_time
+from spartan.dnn.tiling.exact import costing_for, cuts_to_homes
 from spartan.dnn.tiling.forms import REP, Form, Shapes, graph_shapes, matrix_name, tiling_name
 from spartan.dnn.tiling.onecut import build_problem
 
@@ -45,6 +55,8 @@ class Plan:
     name: str = "plan"
     exact: bool = True
     meta: dict = field(default_factory=dict)
+    level_bytes: list[float] = field(default_factory=list)
+    op_moved: dict[str, float] = field(default_factory=dict)
 
     @property
     def devices(self) -> int:
@@ -52,7 +64,12 @@ class Plan:
 
     @property
     def total(self) -> float:
-        """Communication per iteration over all devices (Theorem 1)."""
+        """Communication per iteration over all devices, as the executor moves it."""
+        return float(sum(self.level_bytes))
+
+    @property
+    def paper_total(self) -> float:
+        """SoyBean's per-cut model (Theorem 1): ``sum_j 2**j * delta_j``."""
         return sum(2**j * d for j, d in enumerate(self.deltas))
 
     def tiling(self, tensor: str) -> str:
@@ -73,12 +90,8 @@ class Plan:
         return tuple(pieces), replicas
 
     def breakdown(self) -> dict[str, float]:
-        """Communication per op summed over cuts (each cut weighted by its groups)."""
-        out: dict[str, float] = {}
-        for j, costs in enumerate(self.op_costs):
-            for op, c in costs.items():
-                out[op] = out.get(op, 0.0) + 2**j * c
-        return out
+        """Communication per op (honest: it sums to :attr:`total`)."""
+        return dict(self.op_moved)
 
     def shapes(self, cut: int) -> dict[str, tuple[int, ...]]:
         """Tile shapes seen by cut ``cut`` (0 = the full graph)."""
@@ -91,18 +104,16 @@ class Plan:
         """Estimated seconds per training step on ``devices`` copies of ``accel``.
 
         Compute is the roofline time of the whole graph split evenly (aligned forms do no
-        redundant work); communication of cut ``j`` moves ``2**j * delta_j`` bytes spread
-        over all devices, each sending at ``link_bw[j]`` (default ``accel.link_bw``); no
-        overlap of the two is assumed.
+        redundant work); the bytes crossing link level ``j`` (:attr:`level_bytes`) are
+        spread over all devices, each sending at ``link_bw[j]`` (default
+        ``accel.link_bw``); no overlap of the two is assumed.
         """
         if self.unit != "bytes":
             raise ValueError("step_time needs a plan costed in bytes")
         bws = [link_bw] * len(self.cuts) if not isinstance(link_bw, Sequence) else list(link_bw)
         bws = [accel.link_bw if b is None else b for b in bws]
         compute = sum(op_time(op, self.graph, accel) for op in self.graph.ops) / self.devices
-        comm = sum(
-            2**j * d / (self.devices * bw) for j, (d, bw) in enumerate(zip(self.deltas, bws))
-        )
+        comm = sum(b / (self.devices * bw) for b, bw in zip(self.level_bytes, bws))
         return {"compute_s": compute, "comm_s": comm, "step_s": compute + comm}
 
     def summary(self, top: int = 8) -> str:
@@ -111,7 +122,11 @@ class Plan:
         lines = [
             f"{self.name}: {self.graph.name} on {self.devices} devices, "
             f"{self.total:,.0f} {unit}/iteration{'' if self.exact else ' (inexact)'}",
-            "  per cut: " + ", ".join(f"δ{j + 1}={d:,.0f}" for j, d in enumerate(self.deltas)),
+            "  per link level: " + ", ".join(f"{b:,.0f}" for b in self.level_bytes),
+            f"  paper model: {self.paper_total:,.0f} "
+            + "("
+            + ", ".join(f"δ{j + 1}={d:,.0f}" for j, d in enumerate(self.deltas))
+            + ")",
         ]
         big = sorted(self.graph.tensors.values(), key=lambda t: -t.nbytes)[:top]
         lines.append("  largest tensors:")
@@ -132,9 +147,11 @@ def evaluate(
 ) -> Plan:
     """Cost a given sequence of one-cut tilings (a baseline, or a planner's result).
 
-    Each op takes its cheapest aligned form for the given tilings (with ``local_inputs``,
-    the cheapest among forms that leave its inputs where they are, if any: see
-    :meth:`Problem.op_cost`); a tensor missing from a cut is replicated in it.
+    Each op takes its cheapest sequence of aligned forms for the given tilings under the
+    honest cost (with ``local_inputs``, the cheapest among those that leave its inputs
+    where they are, if any); ``plan.forms`` holds that sequence, which the executor
+    runs. ``deltas``/``op_costs`` are the paper's per-cut costs (each cut's cheapest form
+    on the tile graph). A tensor missing from a cut is replicated in it.
     """
     shapes = graph_shapes(graph)
     full_cuts, deltas, op_costs, forms = [], [], [], []
@@ -152,4 +169,17 @@ def evaluate(
         op_costs.append(costs)
         forms.append(chosen)
         shapes = halve(shapes, tiling)
-    return Plan(graph, full_cuts, deltas, op_costs, forms, unit, name, exact)
+    costing = costing_for(graph, len(full_cuts), unit)
+    homes = cuts_to_homes(graph, full_cuts)
+    levels = np.zeros(len(full_cuts))
+    op_moved = {}
+    for op in graph.ops:
+        cost, seq = costing.op_choice(op, homes, local_inputs)
+        levels += cost
+        op_moved[op.name] = float(cost.sum())
+        for j, f in enumerate(seq):
+            forms[j][op.name] = f
+    plan = Plan(graph, full_cuts, deltas, op_costs, forms, unit, name, exact)
+    plan.level_bytes = [float(x) for x in levels]
+    plan.op_moved = op_moved
+    return plan
