@@ -50,6 +50,52 @@ def test_emulated_device_runs_a_searched_plan(mlp_case):
     _assert_same(ref, got)
 
 
+def test_emulated_device_runs_the_smallest_pool(mlp_case):
+    """At the smallest valid pool some tensors borrow larger objects; the executor
+    replays that exactly and the numbers still equal the unconstrained run."""
+    g, wl, feeds, state, ref = mlp_case
+    pm = PoolModel(wl)
+    tight = wl.with_capacity(pm.bytes(pm.smallest))
+    tpm = PoolModel(tight)
+    plan = plan_swaps(tight, wl.default_schedule(), tpm.smallest)
+    # smallest has one class per size, so a tensor's own class is its size index
+    borrowed = [t for node in plan.place for t, slot in node if slot[0] != tpm.size_index[t]]
+    assert plan.n_swap_in > 0 and borrowed
+    got = run_emulated(plan, g, feeds, state, iterations=3)
+    _assert_same(ref, got)
+    assert got.pool_bytes <= tight.capacity
+
+
+@pytest.mark.parametrize("smallest", [False, True])
+def test_worker_device_matches_the_in_process_executor(backend, mlp_case, smallest):
+    """A spartan worker (local backend and Ray) as the memory-limited device, the driver
+    as host memory: the same numbers as the emulated device, and the worker's own byte
+    counter stays within the plan's pool (plus one op's in-place updates)."""
+    from spartan.dnn.swap.workers import inplace_slack, run_on_worker
+
+    g, wl, feeds, state, ref = mlp_case
+    if smallest:  # the tightest valid pool: tensors borrow larger objects
+        wl = wl.with_capacity(PoolModel(wl).bytes(PoolModel(wl).smallest))
+        alloc = PoolModel(wl).smallest
+    else:
+        alloc = PoolModel(wl).random(random.Random(3))
+    plan = plan_swaps(wl, wl.default_schedule(), alloc)
+    assert plan.n_swap_in > 0 and plan.n_swap_out > 0
+    got = run_on_worker(plan, g, feeds, state, iterations=3, backend=backend)
+    _assert_same(run_emulated(plan, g, feeds, state, iterations=3), got)
+    _assert_same(ref, got)
+    assert 0 < got.peak_device_bytes <= plan.pool_bytes + inplace_slack(plan)
+    assert plan.pool_bytes <= wl.capacity < wl.peak_bytes()
+
+
+def test_worker_device_rejects_byte_budget_plans(local_backend, mlp_case):
+    from spartan.dnn.swap.workers import run_on_worker
+
+    g, wl, feeds, state, _ = mlp_case
+    with pytest.raises(ValueError, match="size-class"):
+        run_on_worker(plan_swaps(wl, wl.default_schedule(), wl.capacity), g, feeds, state)
+
+
 def test_executor_catches_a_broken_plan(mlp_case):
     g, wl, feeds, state, _ = mlp_case
     plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))

@@ -4,7 +4,8 @@ Pipeline: a :class:`Workload` (graph + op times + device) -> a chromosome (sched
 :class:`Allocation`) -> :func:`plan_swaps` (augmented graph, :class:`SwapPlan`) -> the
 three-stream simulation (iteration time). :func:`search` is the genetic algorithm over
 chromosomes; :mod:`.baselines` holds ideal / ODSwap / vDNN-like / TFLMS-like plans;
-:mod:`.executor` replays a plan on an emulated (CPU) or CuPy device.
+:mod:`.executor` replays a plan on an emulated (CPU) or CuPy device, :mod:`.workers` on a
+spartan worker (local or Ray) as the memory-limited device with the driver as host memory.
 
 >>> from spartan.dnn.swap import GAConfig, search
 >>> from spartan.dnn.swap.worked_examples import figure1_workload

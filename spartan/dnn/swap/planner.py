@@ -41,7 +41,7 @@ from spartan.dnn.swap.workload import Workload
 
 __all__ = ["plan_swaps", "is_topological"]
 
-Eviction = Literal["belady", "lru"]
+Eviction = Literal["auto", "belady", "lru"]
 MAX_STEADY_PASSES = 6
 INF = math.inf
 
@@ -59,7 +59,7 @@ def plan_swaps(
     schedule: Sequence[int],
     pool: Allocation | float,
     *,
-    eviction: Eviction = "belady",
+    eviction: Eviction = "auto",
     threshold: float | None = None,
     pinned: Collection[int] = (),
     offload: Collection[int] = (),
@@ -69,15 +69,46 @@ def plan_swaps(
     """Plan swaps for ``schedule`` (a topological order of op ids) on ``pool``.
 
     ``pool`` is an :class:`Allocation` (size classes) or a byte budget (one shared pool, a
-    general allocator without fragmentation). ``threshold`` (seconds) protects tensors used
+    general allocator without fragmentation). ``eviction`` picks the victim when a
+    class is full: ``"belady"`` (the paper: furthest next use), ``"lru"``, or
+    ``"auto"`` (both, keeping the faster plan). ``threshold`` (seconds) protects tensors used
     less than that long ago from eviction; by default a tensor is protected when it could
     not be released (and the object refilled, for a swap-in) before the op is due. Raises
     :class:`InfeasiblePlan` when some op's tensors cannot all be resident at once.
     """
     if len(schedule) != workload.n_ops or not is_topological(workload, schedule):
         raise ValueError("schedule must be a topological order of all ops")
-    if eviction not in ("belady", "lru"):
-        raise ValueError(f"unknown eviction {eviction!r}; expected 'belady' or 'lru'")
+    if eviction not in ("auto", "belady", "lru"):
+        raise ValueError(f"unknown eviction {eviction!r}; expected 'auto', 'belady' or 'lru'")
+    if eviction == "auto":
+        # Belady's furthest-next-use rule minimises evictions, not time: it ignores when
+        # a copy can overlap compute, and loses to LRU on some schedules (about one random
+        # training graph in ten). Plan both and keep the faster, so a plan is never
+        # worse than LRU on the same pool (ties keep Belady, the paper's rule).
+        plans: list[SwapPlan] = []
+        error: InfeasiblePlan | None = None
+        rules: tuple[Eviction, Eviction] = ("belady", "lru")
+        for rule in rules:
+            try:
+                plans.append(
+                    plan_swaps(
+                        workload,
+                        schedule,
+                        pool,
+                        eviction=rule,
+                        threshold=threshold,
+                        pinned=pinned,
+                        offload=offload,
+                        steady_state=steady_state,
+                        label=label,
+                    )
+                )
+            except InfeasiblePlan as e:
+                error = e
+        if not plans:
+            assert error is not None
+            raise error
+        return min(plans, key=SwapPlan.iteration_time)
     if isinstance(pool, Allocation):
         pm = PoolModel(workload)
         if len(pool.cls) != len(pm.ts):
@@ -130,9 +161,15 @@ class _Pass:
         # Free memory in release order: per class (object index, releasing node or -1), or
         # for a byte budget one list of (bytes, releasing node or -1) chunks.
         self.byte_pool = not isinstance(pool, Allocation)
+        self.tight = [False] * wl.n_ops  # op has more tensors of some class than objects
         if isinstance(pool, Allocation):
             self.plan.object_sizes, self.plan.object_counts = sizes, pool.cnt
             self.free: list[deque] = [deque((j, -1) for j in range(c)) for c in pool.cnt]
+            for op in range(wl.n_ops):
+                per_class: dict[int, int] = {}
+                for x in wl.op_tensors(op):
+                    per_class[classes[x]] = per_class.get(classes[x], 0) + 1
+                self.tight[op] = any(k > pool.cnt[c] for c, k in per_class.items())
         else:
             self.free = [deque([(int(pool), -1)])]
             self.free_bytes = int(pool)
@@ -158,8 +195,10 @@ class _Pass:
         self.next_idx = [0] * n
 
     # ---- pool ------------------------------------------------------------------------
-    def take(self, t: int) -> tuple[Slot | None, list[int]] | None:
-        k = self.classes[t]
+    def take(self, t: int, k: int | None = None) -> tuple[Slot | None, list[int]] | None:
+        """A free object for ``t``: of class ``k`` (default: ``t``'s own class)."""
+        if k is None:
+            k = self.classes[t]
         free = self.free[k]
         if not self.byte_pool:
             if not free:
@@ -207,12 +246,17 @@ class _Pass:
             key = (-self.next_use(t), dirty, self.last_pos[t])
         else:
             key = (self.last_pos[t], dirty, -self.next_use(t))
-        heapq.heappush(self.heaps[self.classes[t]], (key, self.version[t], t))
+        slot = self.slot[t]
+        k = 0 if slot is None else slot[0]  # the heap of the object it holds
+        heapq.heappush(self.heaps[k], (key, self.version[t], t))
 
-    def victim(self, t: int, in_use: set[int], pos: int, swap_in: bool) -> int | None:
-        """Best resident of ``t``'s class to evict for ``t``; tensors that could not be
-        released in time (recently used) only when nothing else is left."""
-        heap = self.heaps[self.classes[t]]
+    def victim(
+        self, t: int, in_use: set[int], pos: int, swap_in: bool, k: int | None = None
+    ) -> int | None:
+        """Best holder of a class-``k`` object (default: ``t``'s class) to evict for ``t``;
+        tensors that could not be released in time (recently used) only when nothing
+        else is left."""
+        heap = self.heaps[self.classes[t] if k is None else k]
         stash, recent = [], []
         chosen = None
         now = self.est_start[pos]
@@ -267,10 +311,8 @@ class _Pass:
         while (got := self.take(t)) is None:
             v = self.victim(t, in_use, pos, swap_in)
             if v is None:
-                raise InfeasiblePlan(
-                    f"op {self.wl.op_names[self.schedule[pos]]!r}: no room for tensor "
-                    f"{self.wl.tensor_names[t]!r} ({self.wl.nbytes[t]} B)"
-                )
+                got = self.borrow(t, in_use, pos, swap_in)
+                break
             self.evict(v)
         slot, deps = got
         self.resident[t] = True
@@ -278,12 +320,40 @@ class _Pass:
         self.version[t] += 1
         return slot, deps
 
+    def borrow(
+        self, t: int, in_use: set[int], pos: int, swap_in: bool
+    ) -> tuple[Slot | None, list[int]]:
+        """Every object of ``t``'s class holds a tensor the op needs: take the smallest
+        free object of a larger class, else evict from the smallest larger class that
+        has a victim (a caching allocator rounding a request up). With this rule a pool
+        fits an op iff :meth:`PoolModel.minimum_counts` holds."""
+        larger = range(self.classes[t] + 1, len(self.free)) if not self.byte_pool else ()
+        for k in larger:
+            if (got := self.take(t, k)) is not None:
+                return got
+        for k in larger:
+            v = self.victim(t, in_use, pos, swap_in, k)
+            if v is not None:
+                self.evict(v)
+                got = self.take(t, k)
+                assert got is not None  # the victim's object is free now
+                return got
+        raise InfeasiblePlan(
+            f"op {self.wl.op_names[self.schedule[pos]]!r}: no room for tensor "
+            f"{self.wl.tensor_names[t]!r} ({self.wl.nbytes[t]} B)"
+        )
+
     # ---- the walk --------------------------------------------------------------------
     def run(self, initial: set[int], pinned: set[int], offload: set[int]) -> None:
         wl, plan = self.wl, self.plan
         self.pinned = pinned
-        for t in sorted(initial | pinned):
-            got = self.take_slot(t)
+        # Pinned tensors first: they must fit; the others start resident while they fit
+        # (own class, else a larger one), and one that does not is left on the host.
+        for t in sorted(pinned) + sorted(initial - pinned):
+            got = self.take_slot(t, required=t in pinned)
+            if got is False:
+                self.removed.add(t)
+                continue
             self.resident[t] = True
             self.slot[t] = got
             self.host_valid[t] = not wl.updated[t]  # resident since the last iteration
@@ -293,8 +363,26 @@ class _Pass:
         for pos, op in enumerate(self.schedule):
             in_use = set(wl.op_tensors(op))
             deps: list[int] = []
-            swapped_in = []
-            for t in wl.op_inputs[op]:
+            items = [(t, True) for t in wl.op_inputs[op]] + [(t, False) for t in wl.op_outputs[op]]
+            # An input still in a borrowed (larger) object could leave this op's own
+            # tensors of that class without one: copy it out and back into its class.
+            # With every resident of the op in its own class, placing the largest first
+            # always fits a pool that meets PoolModel.minimum_counts (borrowing only
+            # happens when some class is short: a "tight" op).
+            for u in () if self.byte_pool else wl.op_inputs[op]:
+                slot = self.slot[u]
+                if slot is not None and slot[0] != self.classes[u] and u not in self.pinned:
+                    self.evict(u)
+            if self.tight[op]:
+                items.sort(key=lambda item: -wl.nbytes[item[0]])
+            placed = []
+            for t, is_input in items:
+                if not is_input:
+                    slot, rel = self.acquire(t, in_use, pos, swap_in=False)
+                    deps.extend(rel)
+                    self.host_valid[t] = False
+                    placed.append((t, slot))
+                    continue
                 if self.resident[t]:
                     continue
                 if not self.host_valid[t]:
@@ -305,13 +393,6 @@ class _Pass:
                 si = plan.add(SWAP_IN, t, rel, wl.transfer_time(t))
                 plan.place[si].append((t, slot))
                 deps.append(si)
-                swapped_in.append(t)
-            placed = []
-            for t in wl.op_outputs[op]:
-                slot, rel = self.acquire(t, in_use, pos, swap_in=False)
-                deps.extend(rel)
-                self.host_valid[t] = False
-                placed.append((t, slot))
             node = plan.add(COMPUTE, op, deps, wl.durations[op])
             plan.place[node].extend(placed)
             for t in wl.op_inplace[op]:
@@ -331,11 +412,17 @@ class _Pass:
                 else:
                     self.push(t)
 
-    def take_slot(self, t: int) -> Slot | None:
-        got = self.take(t)
-        if got is None:
+    def take_slot(self, t: int, required: bool) -> Slot | None | Literal[False]:
+        """An object for an initially resident tensor; False when none is free. Only
+        pinned tensors may start in a larger class's object: a borrowed object held from
+        the start could leave some op without the objects its own tensors need."""
+        last = len(self.free) if required else self.classes[t] + 1
+        for k in range(self.classes[t], last):
+            if (got := self.take(t, k)) is not None:
+                return got[0]
+        if required:
             raise InfeasiblePlan(f"initially resident {self.wl.tensor_names[t]!r} does not fit")
-        return got[0]
+        return False
 
     @property
     def end_resident(self) -> set[int]:

@@ -22,6 +22,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from spartan.dnn.swap.workload import Workload
 
 __all__ = [
@@ -154,7 +156,38 @@ class PoolModel:
         return [cls[i] for i in self.size_index]
 
     def minimum_counts(self, cls: Sequence[int]) -> tuple[int, ...]:
-        """Objects each class needs so that every op's tensors fit at once."""
+        """The fewest objects per class with which every op's tensors fit at once.
+
+        A tensor takes an object of its own class, or borrows a larger one when its class
+        has nothing it may evict (the planner's rule). So an op fits iff, for every class
+        ``k``, the objects of classes ``>= k`` outnumber its tensors of classes ``>= k``
+        (Hall's condition for this nested matching); the minimum counts fill that
+        condition from the largest class down.
+
+        >>> from spartan.dnn.swap.worked_examples import figure1_workload
+        >>> PoolModel(figure1_workload()).minimum_counts((0, 1))
+        (2, 1)
+        """
+        n = cls[-1] + 1 if cls else 0
+        suffix = [0] * (n + 1)  # suffix[k]: most tensors of classes >= k any op holds
+        for counts in self._op_size_counts:
+            per_class = [0] * (n + 1)
+            for i, k in counts.items():
+                per_class[cls[i]] += k
+            run = 0
+            for c in range(n - 1, -1, -1):
+                run += per_class[c]
+                suffix[c] = max(suffix[c], run)
+        return tuple(suffix[c] - suffix[c + 1] for c in range(n))
+
+    def bytes(self, alloc: Allocation) -> int:
+        """Device bytes the pool preallocates."""
+        sizes = object_sizes(self.ts, alloc.cls)
+        return sum(c * s for c, s in zip(alloc.cnt, sizes, strict=True))
+
+    def own_class_counts(self, cls: Sequence[int]) -> tuple[int, ...]:
+        """Objects each class needs so that every op's tensors fit in their own classes
+        (no borrowing): the paper's validity rule, at least :meth:`minimum_counts`."""
         need = [0] * (cls[-1] + 1)
         for counts in self._op_size_counts:
             per_class: dict[int, int] = {}
@@ -164,33 +197,162 @@ class PoolModel:
                 need[c] = max(need[c], k)
         return tuple(need)
 
-    def bytes(self, alloc: Allocation) -> int:
-        """Device bytes the pool preallocates."""
-        sizes = object_sizes(self.ts, alloc.cls)
-        return sum(c * s for c, s in zip(alloc.cnt, sizes, strict=True))
+    def floor_counts(self, cls: Sequence[int]) -> tuple[int, ...]:
+        """The counts a repair never goes below: :meth:`own_class_counts` when they fit
+        the device, else :meth:`minimum_counts`. Without the first, repairing by equal
+        bytes per class would empty the small classes and have their tensors borrow
+        large objects even where memory allows better."""
+        own = self.own_class_counts(cls)
+        sizes = object_sizes(self.ts, cls)
+        if sum(c * s for c, s in zip(own, sizes, strict=True)) <= self.workload.capacity:
+            return own
+        return self.minimum_counts(cls)
 
     def repair(self, cls: Sequence[int], cnt: Sequence[int]) -> Allocation | None:
-        """A valid allocation close to (cls, cnt), or None if its minimum cannot fit."""
+        """A valid allocation close to (cls, cnt), or None if its minimum cannot fit.
+        Bytes the counts leave unused are handed out again *(ours)*: an object more in
+        some class never hurts, and a child that leaves memory idle loses to a random
+        allocation (which spreads all spare bytes) for that reason alone."""
         cls = repair_cls(cls)
-        fixed = repair_cnt(
-            cnt, object_sizes(self.ts, cls), self.workload.capacity, self.minimum_counts(cls)
-        )
-        return None if fixed is None else Allocation(cls, fixed)
+        sizes = object_sizes(self.ts, cls)
+        fixed = repair_cnt(cnt, sizes, self.workload.capacity, self.floor_counts(cls))
+        if fixed is None:
+            return None
+        return Allocation(cls, self._fill(cls, fixed, sizes))
+
+    def _fill(
+        self, cls: Sequence[int], cnt: Sequence[int], sizes: Sequence[int]
+    ) -> tuple[int, ...]:
+        """Add objects while they fit: each round gives every class that can still use
+        one (fewer objects than tensors) a share of the spare bytes in proportion to the
+        bytes it already holds, then single objects smallest-class first."""
+        members = [0] * len(sizes)
+        for i, c in enumerate(cls):
+            members[c] += self._tensors_per_size[i]
+        out = list(cnt)
+        spare = self.workload.capacity - sum(c * s for c, s in zip(out, sizes, strict=True))
+        open_ = [k for k in range(len(out)) if out[k] < members[k] and sizes[k] <= spare]
+        while open_ and spare > 0:
+            held = sum(max(out[k], 1) * sizes[k] for k in open_)
+            added = False
+            for k in open_:
+                want = int(spare * max(out[k], 1) * sizes[k] / held / sizes[k])
+                n = min(want, members[k] - out[k])
+                if n > 0 and n * sizes[k] <= spare:
+                    out[k] += n
+                    spare -= n * sizes[k]
+                    added = True
+            if not added:
+                for k in sorted(open_, key=lambda k: sizes[k]):
+                    if sizes[k] <= spare and out[k] < members[k]:
+                        out[k] += 1
+                        spare -= sizes[k]
+                        added = True
+                        break
+            if not added:
+                break
+            open_ = [k for k in open_ if out[k] < members[k] and sizes[k] <= spare]
+        return tuple(out)
 
     def unlimited(self) -> Allocation:
         """One class per size with an object for every tensor: never swaps."""
         cls = tuple(range(len(self.ts)))
         return Allocation(cls, tuple(self._tensors_per_size))
 
+    def live_count_matrix(self, schedule: Sequence[int] | None = None) -> np.ndarray:
+        """``[pos, i]``: tensors of size index ``i`` live while the op at ``pos`` runs with
+        unlimited memory (persistent tensors always; others from first use to last use)."""
+        wl = self.workload
+        order = wl.default_schedule() if schedule is None else list(schedule)
+        first = [-1] * wl.n_tensors
+        last = [-1] * wl.n_tensors
+        for pos, op in enumerate(order):
+            for t in wl.op_tensors(op):
+                if first[t] < 0:
+                    first[t] = pos
+                last[t] = pos
+        delta = np.zeros((len(order) + 1, len(self.ts)), dtype=np.int64)
+        for t in range(wl.n_tensors):
+            if first[t] < 0 and not wl.persistent[t]:
+                continue
+            i = self.size_index[t]
+            lo, hi = first[t], last[t] + 1
+            if wl.persistent[t] or wl.keep[t] or lo < 0:
+                lo, hi = 0, len(order)
+            delta[lo, i] += 1
+            delta[hi, i] -= 1
+        return np.cumsum(delta, axis=0)[: len(order)]
+
+    @functools.cached_property
+    def smallest(self) -> Allocation:
+        """The valid allocation with the fewest pool bytes: one class per size, with
+        :meth:`minimum_counts` objects. Splitting a class never costs bytes under the
+        borrowing rule (smaller objects, same suffix totals), so this is the minimum over
+        every CLS; a workload has a valid allocation iff this one fits the device.
+
+        >>> from spartan.dnn.swap.worked_examples import figure1_workload
+        >>> pm = PoolModel(figure1_workload())
+        >>> pm.smallest, pm.bytes(pm.smallest)
+        (Allocation(cls=(0, 1), cnt=(2, 1)), 4)
+        """
+        cls = tuple(range(len(self.ts)))
+        return Allocation(cls, self.minimum_counts(cls))
+
+    def fits(self) -> bool:
+        """True if some valid allocation fits the device."""
+        return self.bytes(self.smallest) <= self.workload.capacity
+
+    def demand(self, schedule: Sequence[int] | None = None) -> Allocation | None:
+        """The pool an on-demand allocator settles into on ``schedule``: one class per
+        tensor size (per-size free lists, as in a framework's caching allocator), as many
+        objects as that size has live tensors at the peak with unlimited memory, then all
+        counts scaled by the largest common factor that fits the device, never below
+        :meth:`minimum_counts`. None if no valid allocation fits. The baselines use it,
+        so every policy runs on the same allocator model.
+
+        >>> from spartan.dnn.swap.worked_examples import figure1_workload
+        >>> PoolModel(figure1_workload()).demand()
+        Allocation(cls=(0, 1), cnt=(6, 2))
+        """
+        cls = tuple(range(len(self.ts)))
+        live = [int(c) for c in self.live_count_matrix(schedule).max(axis=0, initial=0)]
+        minimum = self.floor_counts(cls)
+        cap = self.workload.capacity
+
+        def scaled(f: float) -> tuple[int, ...]:
+            return tuple(max(m, math.ceil(k * f)) for k, m in zip(live, minimum, strict=True))
+
+        def fits(cnt: tuple[int, ...]) -> bool:
+            return sum(c * s for c, s in zip(cnt, self.ts, strict=True)) <= cap
+
+        if not fits(minimum):
+            return None
+        # Every size keeps the same share of its peak demand (a caching allocator under
+        # pressure frees cached blocks of all sizes alike), the largest share that fits.
+        lo, hi = 0.0, 1.0
+        if fits(scaled(hi)):
+            lo = hi
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fits(scaled(mid)) else (lo, mid)
+        return Allocation(cls, scaled(lo))
+
     def random(self, rng: random.Random, attempts: int = 20) -> Allocation | None:
         """A random valid allocation: random 0/+1 class steps, then the bytes left after
         the minimum counts spread over classes in random proportion to their demand. The
-        last attempt uses one class per size, the mapping with the least rounding."""
-        for attempt in range(attempts):
-            density = 1.0 if attempt == attempts - 1 else rng.random()
-            cls = tuple(_cumsum([0] + [int(rng.random() < density) for _ in self.ts[1:]]))
+        last attempt uses one class per size, the mapping with the least rounding; when
+        no random mapping fits, the classes of :attr:`smallest` (None only when no valid
+        allocation exists at all)."""
+        for attempt in range(attempts + 1):
+            if attempt < attempts:
+                density = 1.0 if attempt == attempts - 1 else rng.random()
+                cls = tuple(_cumsum([0] + [int(rng.random() < density) for _ in self.ts[1:]]))
+            elif self.fits():
+                cls = self.smallest.cls
+            else:
+                return None
             sizes = object_sizes(self.ts, cls)
-            minimum = self.minimum_counts(cls)
+            minimum = self.floor_counts(cls)
             spare = self.workload.capacity - sum(m * s for m, s in zip(minimum, sizes, strict=True))
             if spare < 0:
                 continue
