@@ -3,21 +3,24 @@
 For every graph and device count K the memory per device is ``min(3/K, 0.8)`` x the peak of the
 whole step on one device, so one device can never hold the step and the K devices together hold
 3x it (2.4x at K=2). Each planner's placement is scored by the multi-device FIFO event simulation
-(:func:`spartan.dnn.placement.simulate`): makespan, speedup over one (unbounded) device, the worst
+(:func:`spartan.dnn.placement.simulate_placement`): makespan, speedup over one (unbounded) device, the worst
 device's peak as a fraction of its memory, and whether every device fits. Then ParDNN's planning
 time against graph size, and agreement with exhaustive search on small random graphs.
 
-    python bench/placement.py            # default, a few minutes on 2 cores
-    python bench/placement.py --quick    # under a minute
+Then the ParDNN thesis's own experiments (bench/placement_paper.py): batch-size scaling against
+data parallelism (Table 6.1), the refinement ablation (§6.4.1) and HEFT on heterogeneous devices,
+and a placed step executed on Ray workers. A plain run writes ``bench/out/placement.md``;
+``--save`` writes the tracked ``bench/results/placement.md``.
+
+    python bench/placement.py            # default, ~10 minutes on 2 cores
+    python bench/placement.py --quick    # a few minutes
     python bench/placement.py --large    # adds 50k-node graphs
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
-import platform
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -25,8 +28,16 @@ from time import perf_counter
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a checkout
 
+from bench.placement_paper import (  # noqa: E402
+    batch_scaling,
+    heterogeneous,
+    refinement_ablation,
+    wide_branches,
+)
+from bench.provenance import run_header  # noqa: E402
 from spartan.dnn import zoo  # noqa: E402
 from spartan.dnn.hardware import V100  # noqa: E402
 from spartan.dnn.placement import (  # noqa: E402
@@ -37,7 +48,7 @@ from spartan.dnn.placement import (  # noqa: E402
     heft,
     place,
     random_dnn,
-    simulate,
+    simulate_placement,
 )
 from spartan.dnn.placement.execute import (  # noqa: E402
     calibrate,
@@ -47,6 +58,7 @@ from spartan.dnn.placement.execute import (  # noqa: E402
     run_step,
     simulated_step,
 )  # noqa: E402
+from spartan.dnn.placement.generator import small_dag  # noqa: E402
 
 log = logging.getLogger("spartan")
 
@@ -85,7 +97,9 @@ def zoo_graphs(quick: bool) -> list[tuple[str, Callable[[], object]]]:
 
 def tight_machine(tg: TaskGraph, k: int, link_bw: float) -> tuple[Machine, float, int]:
     """Machine of k devices whose memory forces partitioning; also the 1-device makespan/peak."""
-    one = simulate(tg, np.zeros(tg.n, dtype=np.int64), Machine(1, memory=1e30, link_bw=link_bw))
+    one = simulate_placement(
+        tg, np.zeros(tg.n, dtype=np.int64), Machine(1, memory=1e30, link_bw=link_bw)
+    )
     memory = min(3.0 / k, 0.8) * float(one.peak[0])
     return Machine(k, memory=memory, link_bw=link_bw), one.makespan, int(one.peak[0])
 
@@ -185,16 +199,7 @@ def planning_time_table(rows: list[dict]) -> list[str]:
 
 def small_graph(rng: np.random.Generator, n: int) -> TaskGraph:
     """A random DAG of n ops (edge probability 0.3), times and sizes varying 10x."""
-    edges = [
-        (i, j, int(rng.integers(1, 10) * 1e6))
-        for j in range(1, n)
-        for i in range(j)
-        if rng.random() < 0.3
-    ]
-    comp = rng.uniform(1e-4, 1e-3, n)
-    return TaskGraph(
-        [f"op{i}" for i in range(n)], comp, rng.integers(1, 10, n) * 10**6, [0] * n, edges
-    )
+    return small_dag(rng, n)
 
 
 def agreement(graphs: int, n: int, devices: list[int], seed: int = 0) -> list[str]:
@@ -215,7 +220,7 @@ def agreement(graphs: int, n: int, devices: list[int], seed: int = 0) -> list[st
             _, info = exhaustive(tg, machine)
             evaluated = info["evaluated"]
             best = info["makespan"]
-            one = simulate(tg, np.zeros(n, dtype=np.int64), machine).makespan
+            one = simulate_placement(tg, np.zeros(n, dtype=np.int64), machine).makespan
             gain.append(one / best)
             beat.append(float((info["all_makespans"] < one - 1e-15).mean()))
             for m in methods:
@@ -233,19 +238,18 @@ def agreement(graphs: int, n: int, devices: list[int], seed: int = 0) -> list[st
 
 
 def executed_steps(workers: int, repeats: int) -> list[str]:
-    """Place an MLP with each planner, run the step on Ray workers, compare with the simulator."""
+    """Place two graphs with each planner, run the step on Ray workers, compare with the
+    simulator and with the same step on one worker.
+
+    The MLP overlaps only in its backward pass (weight and input gradients); the wide graph
+    has independent heavy branches and is placed from the op times measured inside a worker,
+    as ParDNN places from a profile; a hand placement (branch b on worker b % K) is the
+    reference for what the planners could find. Runs of the placements are interleaved so load
+    from other processes hits them alike."""
     import ray
 
     import spartan
 
-    g = zoo.mlp(512, [2048, 2048, 2048, 2048, 10])
-    tg = TaskGraph.from_graph(g, V100)
-    values = random_values(g, seed=0)
-    ref, _ = run_serial(g, values)
-    one = simulate(
-        tg, np.zeros(tg.n, dtype=np.int64), Machine(1, memory=1e30, link_bw=V100.link_bw)
-    )
-    machine = Machine.of(V100, workers, memory=0.8 * float(one.peak[0]))
     # A private local instance (address="local"), even if another Ray runs on this machine.
     ray.init(
         address="local",
@@ -255,39 +259,173 @@ def executed_steps(workers: int, repeats: int) -> list[str]:
         configure_logging=False,
     )
     be = spartan.init(backend="ray", num_workers=workers)
+    out: list[str] = []
     try:
         cost = calibrate(be, nbytes=1 << 24, repeats=repeats)
-        op_seconds = profile_ops(g, values, be, repeats=repeats)
-        serial = float(np.sum(op_seconds))
-        out = [
-            f"MLP 512 x [2048]x4 -> 10 (fp32, {len(g.ops)} ops) on {workers} Ray workers, {workers} cores. "
-            f"Serial step inside a worker {serial * 1e3:.1f} ms (sum of per-op medians). Calibrated: task overhead "
+        out += [
+            f"{workers} Ray workers ({workers} CPUs). Calibrated: task overhead "
             f"{cost.task_overhead * 1e3:.2f} ms, copy latency {cost.latency * 1e3:.2f} ms, "
-            f"{cost.bandwidth / 1e9:.2f} GB/s. Simulated = the FIFO simulation with those op times "
-            "(+ overhead) and link costs.",
+            f"{cost.bandwidth / 1e9:.2f} GB/s. Simulated = the FIFO simulation with the op times "
+            "measured inside a worker (+ overhead) and those link costs; speedup = the `single` "
+            "row's measured step / this row's.",
             "",
-            "| placement | max abs diff vs NumPy | measured step ms (median) | simulated ms | measured/simulated "
-            "| MB between workers | measured peak MB per worker | simulated peak MB per device |",
-            "|---|---|---|---|---|---|---|---|",
+            "| graph | placement | max abs diff vs NumPy | measured step ms (median) | speedup vs one worker "
+            "| simulated ms | measured/simulated | MB between workers | measured peak MB per worker |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
-        for method in ("single", "round_robin", "heft", "pardnn"):
-            assign = place(tg, machine, method).assign
-            runs = [run_step(g, tg, assign, values, backend=be) for _ in range(repeats)]
-            diff = max(float(np.abs(runs[0].outputs[k] - ref[k]).max()) for k in ref)
-            measured = float(np.median([r.seconds for r in runs]))
-            sim = simulated_step(g, assign, list(op_seconds), cost)
-            peaks = [round(b / 1e6, 1) for b in runs[0].peak_bytes]
-            sim_peaks = [
-                round(float(b) / 1e6, 1) for b in np.pad(sim.peak, (0, workers - len(sim.peak)))
-            ]
-            out.append(
-                f"| {method} | {diff:.1e} | {measured * 1e3:.1f} | {sim.makespan * 1e3:.1f} | "
-                f"{measured / sim.makespan:.2f} | {runs[0].bytes_moved / 1e6:.1f} | {peaks} | {sim_peaks} |"
-            )
+        graphs = [
+            ("MLP 512 x [2048]x4 -> 10", zoo.mlp(512, [2048, 2048, 2048, 2048, 10]), False),
+            ("wide: 4 branches x 2 dense(2048)+GELU, b512 d1024", wide_branches(), True),
+        ]
+        for label, g, from_profile in graphs:
+            values = random_values(g, seed=0)
+            ref, _ = run_serial(g, values)
+            op_seconds = profile_ops(g, values, be, repeats=repeats)
+            if from_profile:
+                times = {op.name: t + cost.task_overhead for op, t in zip(g.ops, op_seconds)}
+                tg = TaskGraph.from_graph(g, op_time=lambda op, times=times: times[op.name])
+                machine = Machine(
+                    workers, memory=1e30, link_bw=cost.bandwidth, latency=cost.latency
+                )
+            else:
+                tg = TaskGraph.from_graph(g, V100)
+                one = simulate_placement(
+                    tg,
+                    np.zeros(tg.n, dtype=np.int64),
+                    Machine(1, memory=1e30, link_bw=V100.link_bw),
+                )
+                machine = Machine.of(V100, workers, memory=0.8 * float(one.peak[0]))
+            methods = ("single", "round_robin", "heft", "pardnn")
+            assign = {m: place(tg, machine, m).assign for m in methods}
+            if from_profile:  # the obvious placement: branch b on worker b % K, the rest on 0
+                hand = [
+                    int(n[1]) % workers if n[:1] == "b" and n[1:2].isdigit() else 0
+                    for n in tg.names
+                ]
+                methods += ("by branch (hand)",)
+                assign["by branch (hand)"] = tg.colocate(np.array(hand))
+            runs: dict[str, list] = {m: [] for m in methods}
+            for _ in range(repeats):
+                for m in methods:
+                    runs[m].append(run_step(g, tg, assign[m], values, backend=be))
+            base = float(np.median([r.seconds for r in runs["single"]]))
+            for m in methods:
+                diff = max(float(np.abs(runs[m][0].outputs[k] - ref[k]).max()) for k in ref)
+                measured = float(np.median([r.seconds for r in runs[m]]))
+                sim = simulated_step(g, assign[m], list(op_seconds), cost)
+                peaks = [round(b / 1e6, 1) for b in runs[m][0].peak_bytes]
+                out.append(
+                    f"| {label} | {m} | {diff:.1e} | {measured * 1e3:.1f} | {base / measured:.2f}× | "
+                    f"{sim.makespan * 1e3:.1f} | {measured / sim.makespan:.2f} | "
+                    f"{runs[m][0].bytes_moved / 1e6:.1f} | {peaks} |"
+                )
     finally:
         spartan.shutdown()
         ray.shutdown()
     return out
+
+
+EXECUTED_NOTES = (
+    "Speedup needs workers that run at once: the local backend runs each task when it is "
+    "submitted, one after another in the driver (the debugging backend), so there a placement "
+    "can only add copies. On Ray, the MLP's backward pass has independent products (each "
+    "layer's weight and input gradients), which two workers overlap. The wide graph's four "
+    "branches are independent by construction, yet only the hand placement (branch b on worker "
+    "b % 2, 17 MB between workers) beat one worker; the planners' placements move 6-14x more "
+    "bytes between the branches and the head and run at about twice their simulated time. The "
+    "simulator starts a copy when its producer ends; on the Ray backend a piece is requested "
+    "by an actor call that runs after every call sent earlier to its owner, and the step is "
+    "sent whole before the wait, so a reader waits for the owner's earlier queue too. The "
+    "calibrated bandwidth is meaningless when the large fetch is no slower than the small one "
+    "(shown as 16777216 GB/s: the simulator then treats copies as free). Timings vary with the "
+    "load of other processes (load average in the header)."
+)
+
+
+def _range(xs: list[float]) -> str:
+    return f"{min(xs):.2f}–{max(xs):.2f}×" if xs else "–"
+
+
+def paper_sections(
+    paper: dict[str, tuple[list[str], dict[str, list[float]]]], rows: list[dict]
+) -> list[str]:
+    """The thesis's experiments: a paper | ours | why table, then each experiment's table."""
+    if not paper:
+        return ["(thesis experiments skipped: --no-paper)", ""]
+    refine_lines, gains = paper["refine"]
+    hetero_lines = paper["hetero"][0]
+    batch_lines, ratios = paper["batch"]
+    pardnn_rows = [r for r in rows if r["method"] == "pardnn"]
+    rr = {(r["graph"], r["k"]): r for r in rows if r["method"] == "round_robin"}
+    vs_rr = [rr[(r["graph"], r["k"])]["makespan"] / r["makespan"] for r in pardnn_rows]
+    moved = [r["stats"]["memory_moved"] / r["n"] for r in pardnn_rows if r["stats"]]
+    big = [r for r in pardnn_rows if r["graph"].startswith("random") and r["n"] >= 10_000]
+    geo = float(np.exp(np.mean(np.log(vs_rr)))) if vs_rr else float("nan")
+    best_dp = max(ratios["pardnn"], default=float("nan"))
+    best_bound = max(ratios["bound"], default=float("nan"))
+    return [
+        "## The ParDNN thesis's results: paper | ours | why different",
+        "",
+        "| result | paper | ours | why different |",
+        "|---|---|---|---|",
+        f"| ParDNN vs round-robin (step time) | ~2× on average (Fig. 6.6, RR + step 2) | "
+        f"geometric mean {geo:.2f}× ({_range(vs_rr)}) over the table above; "
+        f"{_range(gains['rr'])} against RR + memory repair in the refinement table | "
+        "the gain is what RR loses to communication and imbalance: large on graphs with a high "
+        "communication/computation ratio (LSTM, ResNet), small on chains (AlexNet, VGG: any "
+        "placement runs at the critical path) and on our random DAGs (RR's interleaving already "
+        "balances them); the thesis's TensorFlow graphs on DGX-2 had CCR 0.6–1.6 |",
+        f"| refinement stage | 5–25% (§6.4.1) | thesis refinements {_range(gains['thesis'])}; "
+        f"with ours (moves off the emulated schedule's critical path) {_range(gains['ours'])} | "
+        "the thesis's node switching shortens the communication-weighted critical path, but "
+        "device contention sets most of our makespans (the busiest device, not that path); "
+        "where mapping is already at the lower bound max(critical path, work / K) (AlexNet, "
+        "VGG) nothing is left to earn. Moves off the schedule's own critical path, each kept "
+        "only when the emulated step gets shorter, recover the rest |",
+        f"| batch size over ideal data parallelism | up to 16× (use case 1), > 9× on average "
+        f"(Table 6.1) | ParDNN at most {best_dp:.2g}× ; the memory bound at most "
+        f"{best_bound:.2g}× | in our graphs activation bytes grow linearly with the batch, so the "
+        "only saving over data parallelism is not replicating the weights and their gradients "
+        "(large for WRN, small for GPT-2): no placement can beat the memory-bound column. The "
+        "thesis's TensorFlow graphs had outputs that do not grow with the batch (batch as the "
+        "inner matmul dimension, §6.2.1), which is where its superlinear scaling comes from; "
+        "ParDNN's memory repair also stops short of the bound at large K (table below) |",
+        f"| nodes moved by memory repair | 8% on average | {100 * np.mean(moved):.0f}% on average "
+        "(main table) | our memory per device is set to force partitioning (min(3/K, 0.8) x "
+        "the one-device peak), tighter than the thesis's largest batch that fits |",
+        f"| planning time | 18–117 s for 10k–190k nodes | "
+        f"{max((r['plan_s'] for r in big), default=float('nan')):.0f} s at most for "
+        "10k–20k nodes | pure Python on a shared 2-core VM; same stages and complexity |",
+        "",
+        "## Batch-size scaling (Table 6.1): largest power-of-two batch that fits",
+        "",
+        "V100 32 GiB per device (the thesis's DGX-2), 10% headroom for ParDNN's repair; a "
+        "placement fits when no device's simulated peak exceeds 32 GiB. Ideal DP = K x the "
+        "largest batch one device fits (the thesis's reference). Memory bound = the largest "
+        "batch whose one-device peak is at most K x 28.8 GiB and whose largest op fits one "
+        "device. ParDNN runs with a schedule-refinement budget of 8 simulations here.",
+        "",
+        *batch_lines,
+        "",
+        "## Refinement (§6.4.1): makespans relative to ParDNN without refinement",
+        "",
+        "Memory per device as in the main table; every placement ends with memory repair. "
+        "Columns are the column's makespan / unrefined ParDNN's (below 1 = faster); CCR = total "
+        "communication / total computation; lower bound = max(critical path without "
+        "communication, work / K): no placement goes below it.",
+        "",
+        *refine_lines,
+        "",
+        "## HEFT on heterogeneous devices (exhaustive search as the reference)",
+        "",
+        "Random 8-op DAGs; Xeon = 2.8 TFLOP/s, V100 = 15.7 TFLOP/s (speed 5.6), 12 GB/s PCIe "
+        "between them. Ratios are makespan / the exhaustive optimum over all K^n placements; "
+        "speed-blind planners plan as if the devices were identical and are scored on the real "
+        "machine. ParDNN, like the thesis, assumes identical devices.",
+        "",
+        *hetero_lines,
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -304,7 +442,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--no-zoo", action="store_true", help="skip the zoo graphs")
     ap.add_argument("--no-exhaustive", action="store_true", help="skip exhaustive-search agreement")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "placement.md"))
+    ap.add_argument("--no-paper", action="store_true", help="skip the thesis experiments")
+    ap.add_argument(
+        "--execute-only", action="store_true", help="only the executed step on Ray workers"
+    )
+    ap.add_argument(
+        "--save", action="store_true", help="write bench/results/ (default: bench/out/)"
+    )
+    ap.add_argument("--out", help="results file (overrides --save)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("spartan").setLevel(logging.INFO)
@@ -315,6 +460,26 @@ def main(argv: list[str] | None = None) -> None:
         sizes = args.sizes
     link_bw = V100.link_bw
     t0 = perf_counter()
+    if args.execute_only:
+        executed = executed_steps(2, 3 if args.quick else 5)
+        command = " ".join(["python bench/placement.py", *(sys.argv[1:] if argv is None else argv)])
+        text = "\n".join(
+            [
+                "## A placed step executed on spartan workers (Ray) vs the simulator",
+                "",
+                run_header(command, f"{perf_counter() - t0:.0f} s"),
+                "",
+                *executed,
+                "",
+                EXECUTED_NOTES,
+                "",
+            ]
+        )
+        print(text)
+        out = ROOT / "bench" / "out" / "placement_execute.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        return
     rows: list[dict] = []
     for name, build in progress([] if args.no_zoo else zoo_graphs(args.quick), "zoo graphs"):
         rows += run_graph(
@@ -329,6 +494,14 @@ def main(argv: list[str] | None = None) -> None:
         if args.no_exhaustive
         else agreement(6 if args.quick else 20, 9 if args.quick else 10, [2, 3])
     )
+    paper: dict[str, tuple[list[str], dict[str, list[float]]]] = {}
+    if not args.no_paper:
+        paper["refine"] = refinement_ablation([2, 4, 8], link_bw)
+        paper["hetero"] = (heterogeneous(6 if args.quick else 12), {})
+        paper["batch"] = batch_scaling(
+            [1, 2, 4] if args.quick else [1, 2, 4, 8, 16],
+            ["pardnn", "round_robin", "contiguous", "heft"],
+        )
     executed = [] if args.no_execute else executed_steps(2, 3 if args.quick else 5)
     elapsed = perf_counter() - t0
     command = " ".join(["python bench/placement.py", *(sys.argv[1:] if argv is None else argv)])
@@ -341,13 +514,13 @@ def main(argv: list[str] | None = None) -> None:
         f"- ParDNN makespan / round-robin makespan: geometric mean "
         f"{np.exp(np.mean([np.log(r['makespan'] / rr[(r['graph'], r['k'])]['makespan']) for r in pardnn_rows])):.3f}, "
         f"worst {max(r['makespan'] / rr[(r['graph'], r['k'])]['makespan'] for r in pardnn_rows):.3f}.",
-    ]
+    ] if pardnn_rows else []  # fmt: skip
     lines = [
         "# Placement planners (simulated)",
         "",
-        f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on a 2-core {platform.machine()}, "
-        f"24 GB machine with `{command}` "
-        f"({elapsed:.0f} s). Devices: V100 roofline op times, {link_bw / 1e9:.0f} GB/s links, "
+        run_header(command, f"{elapsed:.0f} s"),
+        "",
+        f"Devices: V100 roofline op times, {link_bw / 1e9:.0f} GB/s links, "
         "memory per device = min(3/K, 0.8) x the one-device peak (one device never fits).",
         "",
         "Cells: speedup over one unbounded device (simulated makespan ratio) / worst device peak as a "
@@ -368,15 +541,24 @@ def main(argv: list[str] | None = None) -> None:
         "",
         *(exh or ["(skipped: --no-exhaustive)"]),
         "",
+        *paper_sections(paper, rows),
         "## A placed step executed on spartan workers (Ray) vs the simulator",
         "",
         *(executed or ["(skipped: --no-execute)"]),
         "",
+        EXECUTED_NOTES,
+        "",
     ]
     text = "\n".join(lines)
     print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    out = (
+        Path(args.out)
+        if args.out
+        else ROOT / "bench" / ("results" if args.save else "out") / "placement.md"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"written to {out}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import spartan  # noqa: E402
 from spartan.dnn import zoo  # noqa: E402
 from spartan.dnn.hardware import V100  # noqa: E402
-from spartan.dnn.placement import PLANNERS, Machine, TaskGraph, place, simulate  # noqa: E402
+from spartan.dnn.placement import PLANNERS, Machine, TaskGraph, place, simulate_placement  # noqa: E402
 from spartan.dnn.placement.execute import random_values, run_serial, run_step  # noqa: E402
 
 MODELS = {
@@ -38,7 +38,7 @@ MODELS = {
 
 def plan_model(name: str, devices: int, memory: float) -> None:
     tg = TaskGraph.from_graph(MODELS[name](), V100)
-    one = simulate(
+    one = simulate_placement(
         tg, numpy.zeros(tg.n, dtype=numpy.int64), Machine(1, memory=1e30, link_bw=V100.link_bw)
     )
     machine = Machine.of(V100, devices, memory=memory * float(one.peak[0]))
@@ -59,7 +59,7 @@ def plan_model(name: str, devices: int, memory: float) -> None:
 def run_mlp(backend: str, workers: int) -> None:
     g = zoo.mlp(256, [512, 1024, 1024, 10])
     tg = TaskGraph.from_graph(g, V100)
-    one = simulate(
+    one = simulate_placement(
         tg, numpy.zeros(tg.n, dtype=numpy.int64), Machine(1, memory=1e30, link_bw=V100.link_bw)
     )
     machine = Machine.of(V100, workers, memory=min(0.8, 2.0 / workers) * float(one.peak[0]))

@@ -7,13 +7,14 @@ import pytest
 
 import spartan
 from spartan.dnn.hardware import V100
-from spartan.dnn.placement import Machine, TaskGraph, place, simulate
+from spartan.dnn.placement import Machine, TaskGraph, place, simulate_placement
 from spartan.dnn.placement.execute import (
     calibrate,
     profile_ops,
     random_values,
     run_serial,
     run_step,
+    schedule_order,
     simulated_step,
 )
 from spartan.dnn.zoo import mlp
@@ -35,7 +36,7 @@ def _check_equal(run_outputs: dict, ref: dict) -> None:
 def test_placed_step_matches_serial_numpy_on_local_workers(graph_and_values, method: str) -> None:
     g, values = graph_and_values
     tg = TaskGraph.from_graph(g, V100)
-    one = simulate(tg, np.zeros(tg.n, int), Machine(1, memory=1e18, link_bw=V100.link_bw))
+    one = simulate_placement(tg, np.zeros(tg.n, int), Machine(1, memory=1e18, link_bw=V100.link_bw))
     machine = Machine.of(V100, 3, memory=0.6 * float(one.peak[0]))
     p = place(tg, machine, method)
     spartan.init(backend="local", num_workers=3)
@@ -78,3 +79,23 @@ def test_run_step_rejects_bad_placements(graph_and_values) -> None:
             run_step(g, tg, np.zeros(tg.n, int), {})
     finally:
         spartan.shutdown()
+
+
+def test_placed_step_sent_in_schedule_order_matches_serial(graph_and_values) -> None:
+    g, values = graph_and_values
+    tg = TaskGraph.from_graph(g, V100)
+    machine = Machine.of(V100, 2)
+    p = place(tg, machine, "heft")
+    order = schedule_order(tg, simulate_placement(tg, p.assign, machine))
+    assert sorted(order) == list(range(len(g.ops)))
+    spartan.init(backend="local", num_workers=2)
+    try:
+        run = run_step(g, tg, p.assign, values, order=order)
+        with pytest.raises(ValueError, match="before the op making its input"):
+            run_step(g, tg, p.assign, values, order=order[::-1])
+        with pytest.raises(ValueError, match="exactly once"):
+            run_step(g, tg, p.assign, values, order=order[:-1])
+    finally:
+        spartan.shutdown()
+    ref, _ = run_serial(g, values)
+    _check_equal(run.outputs, ref)

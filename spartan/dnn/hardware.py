@@ -52,8 +52,12 @@ V100 = Accelerator("V100", 15.7e12, 900 * GB, 16 * GiB, 12 * GB, 150 * GB)  # SX
 P100 = Accelerator("P100", 10.6e12, 732 * GB, 16 * GiB, 12 * GB, 80 * GB)  # SXM2, NVLink1
 K80 = Accelerator("K80", 4.37e12, 240 * GB, 12 * GiB, 10 * GB, 10 * GB)  # one GK210, PCIe peers
 H100 = Accelerator("H100", 67e12, 3350 * GB, 80 * GiB, 50 * GB, 450 * GB)  # SXM5, NVLink4
+# A host CPU as a device beside the GPUs (heterogeneous placement): two 20-core AVX-512 sockets
+# at 2.2 GHz (2 x 20 x 2.2e9 x 32 fp32 FLOP/cycle), six DDR4-2666 channels per socket; it
+# reaches a GPU over PCIe, so its link is the host link.
+XEON = Accelerator("Xeon", 2.8e12, 256 * GB, 192 * GiB, 12 * GB, 12 * GB)
 
-PRESETS: dict[str, Accelerator] = {a.name: a for a in (V100, P100, K80, H100)}
+PRESETS: dict[str, Accelerator] = {a.name: a for a in (V100, P100, K80, H100, XEON)}
 
 
 def accelerator(name: str) -> Accelerator:

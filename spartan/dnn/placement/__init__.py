@@ -23,7 +23,7 @@ from spartan.dnn.placement.genetic import genetic, initial_mappings
 from spartan.dnn.placement.heft import heft
 from spartan.dnn.placement.pardnn import pardnn
 from spartan.dnn.placement.planners import PLANNERS, Placement, place
-from spartan.dnn.placement.simulate import SimOutcome, simulate, to_tasks
+from spartan.dnn.placement.simulate import SimOutcome, simulate_placement, to_tasks
 from spartan.dnn.placement.taskgraph import Machine, NodeKind, TaskGraph
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "random_dnn",
     "random_placement",
     "round_robin",
-    "simulate",
+    "simulate_placement",
     "single_device",
     "to_tasks",
 ]

@@ -21,7 +21,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from spartan.dnn.graph import Graph, Op, TensorKind
-from spartan.dnn.placement.simulate import SimOutcome, simulate
+from spartan.dnn.placement.simulate import SimOutcome, simulate_placement
 from spartan.dnn.placement.taskgraph import Machine, TaskGraph
 from spartan.dnn.swap.kernels import run_kernel
 
@@ -43,6 +43,7 @@ __all__ = [
     "calibrate",
     "profile_ops",
     "simulated_step",
+    "schedule_order",
 ]
 
 
@@ -129,9 +130,16 @@ def run_step(
     assign: np.ndarray,
     values: Mapping[str, np.ndarray],
     backend: Any = None,
+    order: Sequence[int] | None = None,
 ) -> StepRun:
     """Execute one step of ``graph`` placed by ``assign`` (over ``tg``'s nodes, as built by
-    :meth:`TaskGraph.from_graph`) on the spartan workers; device ``d`` is worker ``d``."""
+    :meth:`TaskGraph.from_graph`) on the spartan workers; device ``d`` is worker ``d``.
+
+    ``order`` is the order ops are sent in (indices into ``graph.ops``; default: graph
+    order; producers must come before readers). It can matter on Ray: a worker serves a
+    piece to another after every call sent to it earlier, so sending ops in the order a
+    schedule runs them (:func:`schedule_order`) spares a reader unrelated earlier work.
+    """
     import spartan
 
     be = backend if backend is not None else spartan.backend.current()
@@ -150,23 +158,36 @@ def run_step(
     # Every tensor version gets its own key; in-place writers make a new version.
     version = {t: 0 for t in sources}
     keys: list[tuple[list[tuple], list[tuple]]] = []
-    last_read: dict[tuple, int] = {}
-    for j, op in enumerate(graph.ops):
+    for op in graph.ops:
         ins = [("placed", t, version[t]) for t in op.inputs]
-        for k in ins:
-            last_read[k] = j
         for t in op.outputs:
             version[t] = version[t] + 1 if t in version else 0
         keys.append((ins, [("placed", t, version[t]) for t in op.outputs]))
     final = {("placed", t, version[t]) for t in keep}
+    sequence = list(range(len(graph.ops))) if order is None else [int(j) for j in order]
+    if sorted(sequence) != list(range(len(graph.ops))):
+        raise ValueError("order must list every op of the graph exactly once")
+    # A tensor version is deleted once its last reader (in sending order) has been sent.
+    made = {("placed", t, 0) for t in sources}
+    last_read: dict[tuple, int] = {}
+    for pos, j in enumerate(sequence):
+        ins, outs = keys[j]
+        for k in ins:
+            if k not in made:
+                raise ValueError(
+                    f"order sends op {graph.ops[j].name!r} before the op making its input {k[1]!r}"
+                )
+            last_read[k] = pos
+        made.update(outs)
     for i, t in enumerate(sources):
         be.put(("placed", t, 0), np.asarray(values[t]), int(a[i]))
     be.wait()
     be.reset_stats()
     t0 = perf_counter()
-    for j, (op, (ins, outs)) in enumerate(zip(graph.ops, keys)):
-        be.submit(int(a[len(sources) + j]), _Kernel(op), ins, outs)
-        dead = [k for k in dict.fromkeys(ins) if last_read[k] == j and k not in final]
+    for pos, j in enumerate(sequence):
+        ins, outs = keys[j]
+        be.submit(int(a[len(sources) + j]), _Kernel(graph.ops[j]), ins, outs)
+        dead = [k for k in dict.fromkeys(ins) if last_read[k] == pos and k not in final]
         if dead:
             be.delete(dead)
     be.wait()
@@ -181,6 +202,15 @@ def run_step(
         bytes_moved=int(stats.bytes_moved),
         tasks=int(stats.tasks),
     )
+
+
+def schedule_order(tg: TaskGraph, outcome: SimOutcome) -> list[int]:
+    """Ops (indices into the graph's ops) by their simulated start: the order to send a
+    placed step in (:func:`run_step`'s ``order``). Ties keep graph order, so a producer
+    always comes before its readers."""
+    first = len(tg.source_tensors)
+    ops = np.arange(first, tg.n)
+    return (ops[np.lexsort((ops, outcome.start[first:]))] - first).tolist()
 
 
 class _Profile:
@@ -279,4 +309,4 @@ def simulated_step(
     tg = TaskGraph.from_graph(graph, op_time=lambda op: times[op.name])
     k = int(np.max(assign)) + 1
     machine = Machine(k, memory=memory, link_bw=cost.bandwidth, latency=cost.latency)
-    return simulate(tg, assign, machine)
+    return simulate_placement(tg, assign, machine)

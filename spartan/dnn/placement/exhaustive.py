@@ -1,10 +1,11 @@
 """Exhaustive search over all placements of a small graph (ground truth for the heuristics).
 
-Devices are identical, so placements equal up to renaming devices are enumerated once
+When devices are identical, placements equal up to renaming devices are enumerated once
 (restricted growth strings: the first movable node is on device 0 and each next node on a
-device already used or the next unused one). The best placement minimizes the simulated
-makespan among those fitting in device memory; when none fits, the one with the smallest
-peak is returned.
+device already used or the next unused one); on a heterogeneous machine (``Machine.speed``)
+renaming changes the makespan, so all ``K**n`` placements are tried. The best placement
+minimizes the simulated makespan among those fitting in device memory; when none fits, the
+one with the smallest peak is returned.
 
 >>> from spartan.dnn.placement.taskgraph import TaskGraph, Machine
 >>> tg = TaskGraph(list("abc"), [1.0, 4.0, 4.0], [8, 8, 8], [0, 0, 0], [(0, 1, 8), (0, 2, 8)])
@@ -15,11 +16,12 @@ peak is returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from spartan.dnn.placement.simulate import simulate
+from spartan.dnn.placement.simulate import simulate_placement
 from spartan.dnn.placement.taskgraph import Machine, TaskGraph
 
 __all__ = ["canonical_assignments", "exhaustive"]
@@ -59,13 +61,18 @@ def exhaustive(
     spans: list[float] = []
     count = 0
     a = np.zeros(tg.n, dtype=np.int64)
-    for vec in canonical_assignments(len(mov), machine.devices):
+    vectors: Iterable[Iterable[int]] = (
+        itertools.product(range(machine.devices), repeat=len(mov))
+        if machine.heterogeneous
+        else canonical_assignments(len(mov), machine.devices)
+    )
+    for vec in vectors:
         count += 1
         if count > max_mappings:
             raise ValueError(f"more than {max_mappings} placements; lower the device count")
-        a[mov] = vec
+        a[mov] = list(vec)
         placed = tg.colocate(a)
-        out = simulate(tg, placed, machine)
+        out = simulate_placement(tg, placed, machine)
         feasible = out.feasible(machine)
         if feasible:
             spans.append(out.makespan)

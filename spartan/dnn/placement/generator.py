@@ -19,7 +19,26 @@ import numpy as np
 
 from spartan.dnn.placement.taskgraph import NodeKind, TaskGraph
 
-__all__ = ["random_dnn"]
+__all__ = ["random_dnn", "small_dag"]
+
+
+def small_dag(rng: np.random.Generator, n: int, *, varied_sizes: bool = True) -> TaskGraph:
+    """A small random DAG of ``n`` ops for exact checks and benchmarks: each edge
+    ``i -> j`` (``i < j``) present with probability 0.3 and carrying 1-9 MB, op times
+    0.1-1 ms, outputs of 1-9 MB (``varied_sizes``) or all 1 MB.
+
+    >>> small_dag(np.random.default_rng(0), 6).n
+    6
+    """
+    edges = [
+        (i, j, int(rng.integers(1, 10) * 1e6))
+        for j in range(1, n)
+        for i in range(j)
+        if rng.random() < 0.3
+    ]
+    comp = rng.uniform(1e-4, 1e-3, n)
+    mem = rng.integers(1, 10, n) * 10**6 if varied_sizes else [10**6] * n
+    return TaskGraph([f"op{i}" for i in range(n)], comp, mem, [0] * n, edges)
 
 
 def random_dnn(

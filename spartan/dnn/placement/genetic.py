@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from spartan.dnn.placement.levels import critical_path, heaviest_path
-from spartan.dnn.placement.simulate import simulate
+from spartan.dnn.placement.simulate import simulate_placement
 from spartan.dnn.placement.surrogate import Surrogate, kendall_distance
 from spartan.dnn.placement.taskgraph import Machine, TaskGraph
 
@@ -97,7 +97,7 @@ class _Scorer:
         hit = self.cache.get(key)
         if hit is None:
             self.evaluations += 1
-            out = simulate(self.tg, self.full(genome), self.machine)
+            out = simulate_placement(self.tg, self.full(genome), self.machine)
             over = max(0.0, float(out.peak.max()) / self.machine.memory - 1.0)
             # Overflowing placements cost at least 2x so any fitting one ranks before them.
             hit = out.makespan if over == 0 else out.makespan * (2.0 + over)

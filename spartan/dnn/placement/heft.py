@@ -1,9 +1,11 @@
 """HEFT list scheduling (Topcuoglu 2002; TF-Mapper) with communication in rank and finish time.
 
-Ops are taken by decreasing upward rank ``rank(n) = comp(n) + max_s(c̄(n, s) + rank(s))``,
-where ``c̄`` is the expected communication time of an edge (``(K-1)/K`` of a transfer, the
-chance its endpoints land on different devices), and each goes to the device on which it
-would finish earliest, counting a transfer for every input produced on another device. With
+Ops are taken by decreasing upward rank ``rank(n) = w̄(n) + max_s(c̄(n, s) + rank(s))``,
+where ``w̄`` is the op's mean time over the devices (``comp / speed[d]`` averaged: devices may
+differ in speed, as in Topcuoglu's heterogeneous processors) and ``c̄`` the expected
+communication time of an edge (``(K-1)/K`` of a transfer, the chance its endpoints land on
+different devices); each goes to the device on which it would finish earliest at that
+device's speed, counting a transfer for every input produced on another device. With
 communication in both places the result is meaningful beyond two devices *(ours, as the
 spec asks)*. Reference nodes go to their anchor's device.
 
@@ -11,6 +13,11 @@ spec asks)*. Reference nodes go to their anchor's device.
 >>> tg = TaskGraph(list("abc"), [1.0, 4.0, 4.0], [8, 8, 8], [0, 0, 0], [(0, 1, 8), (0, 2, 8)])
 >>> heft(tg, Machine(2, memory=100, link_bw=8.0, latency=0.0)).tolist()
 [0, 0, 1]
+
+On a machine whose second device is 4x faster, the transfer costs less than the time saved:
+
+>>> heft(tg, Machine(2, memory=100, link_bw=8.0, latency=0.0, speed=(1.0, 4.0))).tolist()
+[1, 1, 1]
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ __all__ = ["upward_rank", "heft"]
 
 
 def upward_rank(tg: TaskGraph, machine: Machine) -> list[float]:
-    """HEFT's upward rank with mean communication ``(K-1)/K * comm_time(bytes)``."""
+    """HEFT's upward rank: mean op time over the devices, mean communication
+    ``(K-1)/K * comm_time(bytes)``."""
     k = machine.devices
     cbar = (machine.comm_time(tg.nbytes.astype(np.float64)) * (k - 1) / k).tolist() if tg.m else []
-    comp = tg.comp.tolist()
+    comp = (tg.comp * float(np.mean(1.0 / machine.speeds))).tolist()
     rank = [0.0] * tg.n
     for v in range(tg.n - 1, -1, -1):
         best = 0.0
@@ -43,6 +51,7 @@ def heft(tg: TaskGraph, machine: Machine) -> np.ndarray:
     k = machine.devices
     comm = machine.comm_time(tg.nbytes.astype(np.float64)).tolist() if tg.m else []
     comp = tg.comp.tolist()
+    inv_speed = (1.0 / machine.speeds).tolist()
     rank = upward_rank(tg, machine)
     order = sorted(range(tg.n), key=lambda v: (-rank[v], v))
     dev = [-1] * tg.n
@@ -58,7 +67,7 @@ def heft(tg: TaskGraph, machine: Machine) -> np.ndarray:
             forced = dev[anchor[v]]
         elif v in follower:
             forced = follower[v]
-        best_d, best_f, best_s = -1, float("inf"), 0.0
+        best_d, best_f = -1, float("inf")
         for d in range(k) if forced < 0 else (forced,):
             ready = 0.0
             for p, e in zip(tg.preds[v], tg.pred_edges[v]):
@@ -66,10 +75,11 @@ def heft(tg: TaskGraph, machine: Machine) -> np.ndarray:
                 if t > ready:
                     ready = t
             s = max(ready, avail[d])
-            if s + comp[v] < best_f:
-                best_d, best_f, best_s = d, s + comp[v], s
+            f = s + comp[v] * inv_speed[d]
+            if f < best_f:
+                best_d, best_f = d, f
         dev[v], finish[v] = best_d, best_f
-        avail[best_d] = max(avail[best_d], best_s + comp[v])
+        avail[best_d] = max(avail[best_d], best_f)
         if tg.kind[v] == NodeKind.REFERENCE and dev[anchor[v]] < 0:
             follower[anchor[v]] = best_d
     return tg.colocate(np.array(dev, dtype=np.int64))

@@ -14,13 +14,13 @@ of what the target must take, so moving a weight next to its remote copy counts 
 when no device overflows or no node can move.
 
 >>> from spartan.dnn.placement.generator import random_dnn
->>> from spartan.dnn.placement.simulate import simulate
+>>> from spartan.dnn.placement.simulate import simulate_placement
 >>> from spartan.dnn.placement.taskgraph import Machine
 >>> tg = random_dnn(120, seed=0)
->>> one = simulate(tg, [0] * tg.n, Machine(2, memory=1e15, link_bw=1e10)).peak[0]
+>>> one = simulate_placement(tg, [0] * tg.n, Machine(2, memory=1e15, link_bw=1e10)).peak[0]
 >>> m = Machine(2, memory=0.8 * one, link_bw=1e10)
 >>> a, info = repair_memory(tg, [0] * tg.n, m)
->>> info["feasible"], bool(simulate(tg, a, m).peak.max() <= m.limit)
+>>> info["feasible"], bool(simulate_placement(tg, a, m).peak.max() <= m.limit)
 (True, True)
 """
 
@@ -31,7 +31,7 @@ import logging
 
 import numpy as np
 
-from spartan.dnn.placement.simulate import SimOutcome, simulate
+from spartan.dnn.placement.simulate import SimOutcome, simulate_placement
 from spartan.dnn.placement.taskgraph import Machine, NodeKind, TaskGraph
 
 __all__ = ["repair_memory", "memory_potential"]
@@ -134,7 +134,7 @@ def repair_memory(
         trial_simulations = min(400, max(24, 2_000_000 // max(tg.n, 1)))
     tried = np.zeros(tg.n, dtype=bool)  # moved by a trial: never tried again
     while True:
-        out = simulate(tg, a, machine)
+        out = simulate_placement(tg, a, machine)
         over = out.peak - limit
         if (over <= 0).all() or rounds >= max_rounds:
             break
@@ -254,7 +254,7 @@ def _trial_move(
                 break
             trial = a.copy()
             trial[members] = t
-            o = simulate(tg, trial, machine)
+            o = simulate_placement(tg, trial, machine)
             sims += 1
             score = (_overflow(o.peak, limit), o.makespan, x, t)
             if score < best:

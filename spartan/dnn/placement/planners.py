@@ -25,7 +25,7 @@ from spartan.dnn.placement.baselines import (
 from spartan.dnn.placement.genetic import genetic
 from spartan.dnn.placement.heft import heft
 from spartan.dnn.placement.pardnn import pardnn
-from spartan.dnn.placement.simulate import SimOutcome, simulate
+from spartan.dnn.placement.simulate import SimOutcome, simulate_placement
 from spartan.dnn.placement.taskgraph import Machine, TaskGraph
 
 __all__ = ["PLANNERS", "Placement", "place"]
@@ -77,4 +77,4 @@ def place(tg: TaskGraph, machine: Machine, method: str = "pardnn", **options: ob
     t0 = perf_counter()
     assign = planner(tg, machine, **options)
     seconds = perf_counter() - t0
-    return Placement(method, assign, seconds, simulate(tg, assign, machine), machine)
+    return Placement(method, assign, seconds, simulate_placement(tg, assign, machine), machine)

@@ -3,7 +3,8 @@
 The model is the shared event simulator's (:mod:`spartan.dnn.simulator`) under
 ``policy="fifo"``, i.e. TensorFlow's ready-queue scheduler that ParDNN emulates:
 
-* node ``i`` runs on device ``assign[i]`` (one op at a time per device, FIFO by ready time);
+* node ``i`` runs on device ``assign[i]`` (one op at a time per device, FIFO by ready time)
+  for ``comp[i] / speed[d]`` seconds (``Machine.speed``; 1 when the devices are identical);
 * a tensor needed on another device is sent once per (producer, destination device) as a
   transfer task on the producer's egress link (one transfer at a time per link), taking
   ``latency + bytes / link_bw``; its bytes are ``min(output bytes, sum of edge bytes)``;
@@ -11,7 +12,7 @@ The model is the shared event simulator's (:mod:`spartan.dnn.simulator`) under
   until its last local consumer and its outgoing transfers end; a received copy lives from the
   transfer's start until the last consumer on the receiving device ends.
 
-:func:`simulate` is an array implementation of exactly that model, fast enough for 50k-node
+:func:`simulate_placement` is an array implementation of exactly that model, fast enough for 50k-node
 graphs and for the thousands of evaluations a GA makes; :func:`to_tasks` writes the same step
 as :class:`~spartan.dnn.simulator.Task` / :class:`~spartan.dnn.simulator.Buffer` lists so the
 shared simulator can score it (the tests check both agree).
@@ -20,7 +21,7 @@ Example
 -------
 >>> from spartan.dnn.placement.taskgraph import TaskGraph, Machine
 >>> tg = TaskGraph(["a", "b", "c"], [1.0, 2.0, 1.0], [8, 8, 8], [0, 0, 0], [(0, 1, 8), (0, 2, 8)])
->>> out = simulate(tg, [0, 0, 1], Machine(2, memory=100, link_bw=8, latency=0.0))
+>>> out = simulate_placement(tg, [0, 0, 1], Machine(2, memory=100, link_bw=8, latency=0.0))
 >>> out.makespan, out.peak.tolist()
 (3.0, [16, 16])
 """
@@ -28,13 +29,13 @@ Example
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from spartan.dnn.placement.taskgraph import Machine, NodeKind, TaskGraph
 
-__all__ = ["Transfers", "SimOutcome", "transfers", "simulate", "to_tasks"]
+__all__ = ["Transfers", "SimOutcome", "transfers", "simulate_placement", "to_tasks"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class SimOutcome:
 
     Buffer ``b`` holds ``buf_bytes[b]`` on device ``buf_dev[b]`` over
     ``[buf_t0[b], buf_t1[b])``; ``buf_node[b]`` is the producing node and ``buf_kind[b]`` is
-    0 (resident state), 1 (a node's own output) or 2 (a received copy).
+    0 (resident state), 1 (a node's own output) or 2 (a received copy). Copy ``j`` of
+    ``transfers`` runs over ``[copy_start[j], copy_end[j])`` on its sender's link.
     """
 
     start: np.ndarray
@@ -71,6 +73,8 @@ class SimOutcome:
     buf_bytes: np.ndarray
     buf_node: np.ndarray
     buf_kind: np.ndarray
+    copy_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    copy_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def feasible(self, machine: Machine, limit: float | None = None) -> bool:
         """True when no device's peak exceeds ``limit`` (default: its full memory)."""
@@ -116,14 +120,17 @@ def transfers(tg: TaskGraph, assign: np.ndarray, k: int) -> Transfers:
     return Transfers(node=node, dst=uniq % k, nbytes=nbytes, of_edge=of_edge)
 
 
-def simulate(tg: TaskGraph, assign: np.ndarray | list[int], machine: Machine) -> SimOutcome:
+def simulate_placement(
+    tg: TaskGraph, assign: np.ndarray | list[int], machine: Machine
+) -> SimOutcome:
     """Simulate one step of ``tg`` placed by ``assign`` on ``machine`` (module docstring)."""
     k = machine.devices
     a = _check_assign(tg, np.asarray(assign), k)
     tr = transfers(tg, a, k)
     n, nt = tg.n, len(tr)
     total = n + nt
-    duration = np.concatenate([tg.comp, machine.comm_time(tr.nbytes.astype(np.float64))]).tolist()
+    comp = tg.comp if machine.speed is None else machine.device_time(tg.comp, a)
+    duration = np.concatenate([comp, machine.comm_time(tr.nbytes.astype(np.float64))]).tolist()
     resource = np.concatenate([a, k + a[tr.node]]).tolist()
     # Task successors: local consumers and outgoing copies of a node; consumers of a copy.
     succs: list[list[int]] = [[] for _ in range(total)]
@@ -250,6 +257,8 @@ def _memory(
         buf_bytes=buf_bytes,
         buf_node=buf_node,
         buf_kind=buf_kind,
+        copy_start=tr_st,
+        copy_end=tr_en,
     )
 
 
@@ -313,7 +322,13 @@ def to_tasks(tg: TaskGraph, assign: np.ndarray | list[int], machine: Machine) ->
     for j, p in enumerate(tr.node.tolist()):
         outgoing[p].append(copy_name[j])
     tasks = [
-        Task(name[i], ("dev", int(a[i])), float(tg.comp[i]), tuple(deps[i])) for i in range(tg.n)
+        Task(
+            name[i],
+            ("dev", int(a[i])),
+            float(machine.device_time(tg.comp[i], a[i])),
+            tuple(deps[i]),
+        )
+        for i in range(tg.n)
     ]
     tasks += [
         Task(

@@ -1,4 +1,4 @@
-"""The placement problem: a weighted DAG of operations and a set of identical devices.
+"""The placement problem: a weighted DAG of operations and a set of devices (speeds may differ).
 
 Planners work on a :class:`TaskGraph`, a flat array form of a DNN graph in which node ids are a
 topological order (every edge goes from a lower to a higher id), so one pass over ``range(n)``
@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -230,14 +230,18 @@ class TaskGraph:
 
 @dataclass(frozen=True)
 class Machine:
-    """``devices`` identical devices with ``memory`` bytes each, joined by links.
+    """``devices`` devices with ``memory`` bytes each, joined by links.
 
     A transfer of ``b`` bytes takes ``latency + b / link_bw`` seconds on the sending device's
     egress link (one transfer at a time per link). ``headroom`` is the fraction of memory
-    ParDNN keeps free (10% in the thesis).
+    ParDNN keeps free (10% in the thesis). ``speed`` makes the devices heterogeneous (e.g. a
+    CPU beside a GPU): node ``i`` takes ``comp[i] / speed[d]`` seconds on device ``d``
+    (``None``: every device runs at speed 1, i.e. ``comp`` as given).
 
     >>> Machine(4, memory=16e9, link_bw=12e9).comm_time(12e9)
     1.00001
+    >>> Machine(2, memory=16e9, link_bw=12e9, speed=(1.0, 4.0)).device_time(2.0, 1)
+    0.5
     """
 
     devices: int
@@ -245,6 +249,7 @@ class Machine:
     link_bw: float
     latency: float = 1e-5
     headroom: float = 0.1
+    speed: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if int(self.devices) != self.devices or self.devices < 1:
@@ -253,9 +258,16 @@ class Machine:
             raise ValueError("memory and link_bw must be positive")
         if self.latency < 0 or not 0 <= self.headroom < 1:
             raise ValueError("latency must be >= 0 and headroom in [0, 1)")
+        if self.speed is not None:
+            speed = tuple(float(x) for x in self.speed)
+            if len(speed) != self.devices:
+                raise ValueError(f"speed has {len(speed)} entries for {self.devices} devices")
+            if min(speed) <= 0 or not np.isfinite(speed).all():
+                raise ValueError(f"every device speed must be positive and finite, got {speed}")
+            object.__setattr__(self, "speed", speed)
 
     @classmethod
-    def of(cls, accel: object, devices: int, memory: float | None = None, **kw: float) -> Machine:
+    def of(cls, accel: object, devices: int, memory: float | None = None, **kw: Any) -> Machine:
         """A machine of ``devices`` copies of an accelerator preset (memory overridable).
 
         >>> from spartan.dnn.hardware import V100
@@ -268,6 +280,51 @@ class Machine:
             link_bw=float(accel.link_bw),  # type: ignore[attr-defined]
             **kw,
         )
+
+    @classmethod
+    def mixed(
+        cls,
+        accels: Sequence[Any],
+        memory: float | None = None,
+        link_bw: float | None = None,
+        **kw: Any,
+    ) -> Machine:
+        """A heterogeneous machine, one device per accelerator preset (e.g. a CPU and a GPU).
+
+        Speeds are peak FLOP/s relative to the first device, so a task graph's ``comp`` must
+        hold times on ``accels[0]``. Memory defaults to the smallest device's (planners give
+        every device the same capacity); links to the slowest preset's ``host_bw`` when the
+        presets differ (a CPU-GPU pair talks over PCIe), else their ``link_bw``.
+
+        >>> from spartan.dnn.hardware import V100, XEON
+        >>> m = Machine.mixed([XEON, V100])
+        >>> m.devices, round(m.speed[1], 1), m.link_bw == XEON.host_bw
+        (2, 5.6, True)
+        """
+        if not accels:
+            raise ValueError("mixed needs at least one accelerator")
+        flops = [float(a.flops) for a in accels]
+        mem = min(float(a.memory) for a in accels) if memory is None else memory
+        if link_bw is None:
+            same = len({a.name for a in accels}) == 1
+            link_bw = min(float(a.link_bw if same else min(a.link_bw, a.host_bw)) for a in accels)
+        speed = tuple(f / flops[0] for f in flops)
+        return cls(len(accels), memory=float(mem), link_bw=float(link_bw), speed=speed, **kw)
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether devices run at different speeds (device renaming then changes makespans)."""
+        return self.speed is not None and len(set(self.speed)) > 1
+
+    @property
+    def speeds(self) -> np.ndarray:
+        """Speed of every device (ones when ``speed`` is None)."""
+        return np.ones(self.devices) if self.speed is None else np.asarray(self.speed)
+
+    def device_time(self, comp: float | np.ndarray, device: int | np.ndarray) -> float | np.ndarray:
+        """Seconds that work of ``comp`` seconds at speed 1 takes on ``device``."""
+        t = np.asarray(comp, dtype=np.float64) / self.speeds[np.asarray(device)]
+        return float(t) if t.ndim == 0 else t
 
     @property
     def limit(self) -> float:
