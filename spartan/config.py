@@ -176,6 +176,10 @@ class Config:
     retile_inputs: bool = _setting(True, bool, tuning=True)
     #: raise optimizer errors instead of falling back to local tiling rules (tests)
     strict_optimizer: bool = _setting(False, bool, tuning=True)
+    #: workers of one Ray node get consecutive indices, so neighbouring tiles share a
+    #: node (False: nodes take turns, worker by worker, which measures what grouping
+    #: saves: bench/netem_cluster.py). Read when the workers start.
+    group_workers_by_node: bool = _setting(True, bool, tuning=True)
 
     # ---- tuning: process-level changes, on only where measured to pay (docs/tuning.md) -
     #: freed memory a Ray worker keeps in its heap for its next blocks, in bytes (None:

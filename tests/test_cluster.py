@@ -229,6 +229,11 @@ def test_the_default_share_is_what_is_free(nodes):
     assert free_workers(0, 0) == 8
 
 
+def test_nodes_take_turns_when_workers_are_not_grouped(nodes):
+    assert worker_slots(None, 1, 0, grouped=False) == [*"abcabcaa"]
+    assert sorted(worker_slots(None, 1, 0, grouped=False)) == worker_slots(None, 1, 0)
+
+
 def test_no_free_cpu_says_how_to_share(nodes, monkeypatch):
     import ray
 

@@ -112,6 +112,7 @@ from spartan.backend.worker import BlockMissing, TaskFailed, name_of, tiles_of, 
 from spartan.backend.worker_env import (
     actor_state,
     free_workers,
+    node_death_notice_s,
     process_alive,
     quiet_worker_deaths,
     start_timeout_message,
@@ -166,7 +167,9 @@ class RayBackend(Master):
         if not ray.is_initialized():
             raise RuntimeError("RayBackend needs ray.init() first (spartan.init does it)")
         self.cpus, self.gpus = num_cpus_per_worker, num_gpus_per_worker
-        self.slots = worker_slots(num_workers, num_cpus_per_worker, num_gpus_per_worker)
+        self.slots = worker_slots(
+            num_workers, num_cpus_per_worker, num_gpus_per_worker, config.group_workers_by_node
+        )
         self._worker_env = worker_env(os.environ)
         self.nworkers = len(self.slots)
         #: the private directories of the files shared with the workers on this host
@@ -873,8 +876,12 @@ class RayBackend(Master):
     def _dead_workers(self, wait: bool = True) -> set[int]:
         """The workers whose processes are gone (those known lost too). A death Ray
         reported may take a moment to show: with ``wait``, looked for up to
-        DEATH_NOTICE_S (a poll of the control store, not a guess at how long it takes)."""
-        give_up_at = time.monotonic() + (DEATH_NOTICE_S if wait else 0.0)
+        DEATH_NOTICE_S, or as long as a node's death takes to show where workers live on
+        other nodes (a poll of the control store, not a guess at how long it takes)."""
+        notice = DEATH_NOTICE_S
+        if any(node != self.driver_node for node in self.nodes):
+            notice = max(notice, node_death_notice_s())
+        give_up_at = time.monotonic() + (notice if wait else 0.0)
         while True:
             dead = {i for i in range(len(self.actors)) if not self._worker_alive(i)}
             dead |= self._lost

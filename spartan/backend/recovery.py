@@ -48,7 +48,8 @@ PRUNE_MIN = 1024
 COPY_MAX_BYTES = 64 << 10
 COPY_DEPTH = 16
 
-#: seconds a death Ray reported may take to show in the control store
+#: seconds a worker's death Ray reported may take to show in the control store (a
+#: node's death takes longer: :func:`~spartan.backend.worker_env.node_death_notice_s`)
 DEATH_NOTICE_S = 10.0
 #: seconds a replacement worker may take to start
 START_TIMEOUT_S = 120

@@ -60,9 +60,13 @@ def free_workers(cpus: float = 1, gpus: float = 0) -> int:
     return sum(cap for _, cap in _capacities(cpus, gpus, free=True))
 
 
-def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]:
+def worker_slots(
+    num_workers: int | None, cpus: float, gpus: float, grouped: bool = True
+) -> list[str]:
     """The Ray node id of each worker: every node offering the resources takes a share
-    in proportion to its capacity; workers of one node get consecutive indices.
+    in proportion to its capacity; workers of one node get consecutive indices
+    (``grouped``: tilings hand neighbouring tiles to neighbouring workers, so those
+    stay on a node), else the nodes take turns.
 
     The capacity counted is what is free now when the workers fit in it (other drivers
     may hold part of a cluster), else the nodes' totals: ``None`` workers are as many as
@@ -82,7 +86,25 @@ def worker_slots(num_workers: int | None, cpus: float, gpus: float) -> list[str]
         for node_id, cap in nodes:
             share = max(1, round(n * cap / total))
             slots.extend([node_id] * share)
-    return sorted(slots[:n], key=[node for node, _ in nodes].index)
+    order = [node for node, _ in nodes]
+    slots = sorted(slots[:n], key=order.index)
+    return slots if grouped else _take_turns(slots, order)
+
+
+def _take_turns(slots: list[str], order: list[str]) -> list[str]:
+    """``slots`` (grouped by node) with the nodes taking turns, one worker each.
+
+    >>> _take_turns(["a", "a", "b", "b", "b"], ["a", "b"])
+    ['a', 'b', 'a', 'b', 'b']
+    """
+    queues = {node: slots.count(node) for node in order}
+    out: list[str] = []
+    while len(out) < len(slots):
+        for node in order:
+            if queues[node]:
+                out.append(node)
+                queues[node] -= 1
+    return out
 
 
 def start_timeout_message(n: int, cpus: float, gpus: float, waited: float) -> str:
@@ -132,6 +154,24 @@ def process_alive(pid: int | None) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:  # (gone)
         return False
+
+
+def node_death_notice_s() -> float:
+    """Seconds until Ray's control store marks a lost node's actors dead: its health
+    checks of the node fail ``health_check_failure_threshold`` times,
+    ``health_check_period_ms`` apart (Ray's defaults: 5 times, 3 s apart), after which
+    the node's actors are marked dead; a few seconds more for that to be recorded. Until
+    then a piece lost with the node looks lost "although every worker is alive".
+
+    >>> node_death_notice_s() >= 10
+    True
+    """
+    try:
+        checks = ray._config.health_check_failure_threshold()
+        period = ray._config.health_check_period_ms() / 1000
+    except AttributeError:  # (an internal API: Ray's defaults)
+        checks, period = 5, 3.0
+    return checks * period + 5.0
 
 
 def actor_state(actor: Any) -> str | None:
