@@ -8,8 +8,9 @@ shaped network between them.
 Needs root (it creates namespaces and interfaces) and the ``ip`` and ``tc`` tools.
 
 Each node is a Linux network namespace holding one ``ray start`` node; a veth pair joins
-it to a bridge in the host namespace, on a private /24 of its own (``10.231.T.0/24``,
-``T`` picked so no address on the host already uses it). Traffic between nodes leaves
+it to a bridge in the host namespace (a bridge with no address: the host has no route
+to the nodes), on a private /24 of its own (``10.231.T.0/24``, ``T`` picked so no
+address on the host already uses it). Traffic between nodes leaves
 each namespace through its veth, whose egress is shaped with ``tc``: ``tbf`` for the
 bandwidth, and ``netem`` for latency when the kernel has it (``--delay``; the kernel of
 the machine this was written on has no ``sch_netem``, so there the only latency is the
@@ -97,13 +98,14 @@ class EmulatedNetwork:
         self.bridge = f"spbr{tag}"
         self.veths = [f"spv{tag}x{i}" for i in range(n)]
         self.subnet = _free_subnet()
-        hosts = list(self.subnet.hosts())
-        self.gateway, self.addresses = hosts[0], [str(h) for h in hosts[10 : 10 + n]]
+        self.addresses = [str(h) for h in list(self.subnet.hosts())[10 : 10 + n]]
 
     def __enter__(self) -> EmulatedNetwork:
         try:
+            # the bridge gets no address: the host has no route into the subnet, so no
+            # process outside the namespaces can reach the nodes (which run without
+            # token authentication)
             _ip("link", "add", self.bridge, "type", "bridge")
-            _ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")
             for ns, veth, addr in zip(self.names, self.veths, self.addresses):
                 _ip("netns", "add", ns)
@@ -159,7 +161,8 @@ class EmulatedNetwork:
         for ns in self.names:
             if _ip("netns", "pids", ns, check=False).returncode == 0:
                 self.kill(ns)
-                _ip("netns", "del", ns, check=False)  # (takes its end of the veth along)
+                if not self.pids(ns):  # (else kept, so leftovers() names what survived)
+                    _ip("netns", "del", ns, check=False)  # (takes its end of the veth)
         for veth in self.veths:
             _ip("link", "del", veth, check=False)
         _ip("link", "del", self.bridge, check=False)
@@ -501,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         print("left behind:", ", ".join(left) if left else "nothing (checked)")
     text = report(by_rate, turns, recovery)
     print(text)
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python bench/netem_cluster.py " + " ".join(sys.argv[1:] if argv is None else argv)
     header = [
         "# Emulated multi-node cluster (network namespaces, shaped links)",

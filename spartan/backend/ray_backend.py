@@ -70,7 +70,6 @@ from spartan.backend.base import (
     remote_pieces,
 )
 from spartan.backend.dispatch import (
-    HELD_MAX,
     DispatchState,
     FlushPlan,
     Got,
@@ -111,6 +110,7 @@ from spartan.backend.seen import SeenTiles
 from spartan.backend.worker import BlockMissing, TaskFailed, name_of, tiles_of, with_user_frames
 from spartan.backend.worker_env import (
     actor_state,
+    dead_nodes,
     free_workers,
     node_death_notice_s,
     process_alive,
@@ -124,7 +124,6 @@ from spartan.config import config
 # (names importers found here before the split: the actor, its call format, the
 # workers' environment)
 __all__ = [
-    "HELD_MAX",
     "LOSS_ERRORS",
     "OWN_MIN_BYTES",
     "Post",
@@ -884,6 +883,11 @@ class RayBackend(Master):
         give_up_at = time.monotonic() + (notice if wait else 0.0)
         while True:
             dead = {i for i in range(len(self.actors)) if not self._worker_alive(i)}
+            if any(self.nodes[i] != self.driver_node for i in dead):
+                # a lost node's actors may show dead one by one: every worker on a node
+                # Ray calls dead is lost now, not in a later recovery round
+                gone = dead_nodes()
+                dead |= {i for i, node in enumerate(self.nodes) if node in gone}
             dead |= self._lost
             if dead or time.monotonic() >= give_up_at:
                 return dead

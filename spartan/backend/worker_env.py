@@ -156,6 +156,11 @@ def process_alive(pid: int | None) -> bool:
         return False
 
 
+def dead_nodes() -> set[str]:
+    """The ids of the nodes Ray's control store has marked dead."""
+    return {n["NodeID"] for n in ray.nodes() if not n["Alive"]}
+
+
 def node_death_notice_s() -> float:
     """Seconds until Ray's control store marks a lost node's actors dead: its health
     checks of the node fail ``health_check_failure_threshold`` times,

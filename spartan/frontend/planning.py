@@ -28,7 +28,7 @@ def default_pieces(nbytes: int, nworkers: int) -> int:
     ``config.max_tile_bytes`` (or ``config.tiles_per_worker`` per worker)."""
     if config.tiles_per_worker:
         return nworkers * config.tiles_per_worker
-    gpu = getattr(session.current(), "device", "cpu") == "gpu"
+    gpu = session.current().device == "gpu"
     limit = config.gpu_max_tile_bytes if gpu else config.max_tile_bytes
     return nworkers * max(1, math.ceil(nbytes / (nworkers * limit)))
 
