@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["KERNELS", "run_kernel", "kernel_types"]
+__all__ = ["KERNELS", "OpTask", "run_kernel", "kernel_types"]
 
 Array = Any
 Kernel = Callable[[Any, Sequence[Array], dict], Any]
@@ -506,3 +506,27 @@ def run_kernel(xp: Any, op_type: str, inputs: Sequence[Array], attrs: dict) -> A
             f"no executor kernel for op type {op_type!r}; supported: {sorted(KERNELS)}"
         )
     return kernel(xp, inputs, attrs)
+
+
+class OpTask:
+    """One op as a picklable task function for spartan workers: inputs the op updates in
+    place are copied first (a stored value is immutable on Ray), and every output comes
+    back as a new NumPy array. Used by the swap and placement executors.
+
+    >>> from types import SimpleNamespace
+    >>> import numpy as np
+    >>> relu = SimpleNamespace(type="relu", attrs={}, inputs=("x",), inplace=())
+    >>> OpTask(relu)(np.array([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+
+    def __init__(self, op: Any) -> None:
+        self.type, self.attrs = op.type, dict(op.attrs)
+        self.copy = [i for i, t in enumerate(op.inputs) if t in op.inplace]
+
+    def __call__(self, *ins: Any) -> Any:
+        import numpy as np
+
+        args = [np.array(x, copy=True) if i in self.copy else x for i, x in enumerate(ins)]
+        out = run_kernel(np, self.type, args, self.attrs)
+        return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from spartan.dnn.graph import Graph, Op, TensorKind
+from spartan.dnn.graph import Graph, TensorKind
+from spartan.dnn.kernels import OpTask
 from spartan.dnn.placement.simulate import SimOutcome, simulate_placement
 from spartan.dnn.placement.taskgraph import Machine, TaskGraph
-from spartan.dnn.swap.kernels import run_kernel
 
 __all__ = [
     "StepRun",
@@ -56,19 +56,6 @@ class StepRun:
     peak_bytes: list[int]
     bytes_moved: int
     tasks: int
-
-
-class _Kernel:
-    """One op as a picklable task function (copies inputs it updates in place)."""
-
-    def __init__(self, op: Op) -> None:
-        self.type, self.attrs = op.type, dict(op.attrs)
-        self.copy = [i for i, t in enumerate(op.inputs) if t in op.inplace]
-
-    def __call__(self, *ins: np.ndarray) -> Any:
-        args = [np.array(x, copy=True) if i in self.copy else x for i, x in enumerate(ins)]
-        out = run_kernel(np, self.type, args, self.attrs)
-        return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
 
 
 def random_values(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
@@ -116,7 +103,7 @@ def run_serial(
     env = {k: np.array(v, copy=True) for k, v in values.items()}
     seconds = []
     for op in graph.ops:
-        kernel = _Kernel(op)
+        kernel = OpTask(op)
         t0 = perf_counter()
         out = kernel(*(env[t] for t in op.inputs))
         seconds.append(perf_counter() - t0)
@@ -186,7 +173,7 @@ def run_step(
     t0 = perf_counter()
     for pos, j in enumerate(sequence):
         ins, outs = keys[j]
-        be.submit(int(a[len(sources) + j]), _Kernel(graph.ops[j]), ins, outs)
+        be.submit(int(a[len(sources) + j]), OpTask(graph.ops[j]), ins, outs)
         dead = [k for k in dict.fromkeys(ins) if last_read[k] == pos and k not in final]
         if dead:
             be.delete(dead)

@@ -38,26 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from spartan.dnn.graph import Graph, Op
+from spartan.dnn.graph import Graph
+from spartan.dnn.kernels import OpTask
 from spartan.dnn.swap.executor import RunResult
-from spartan.dnn.swap.kernels import run_kernel
 from spartan.dnn.swap.plan import SWAP_IN, SWAP_OUT, SwapPlan
 
 __all__ = ["run_on_worker", "inplace_slack"]
-
-
-class _Kernel:
-    """One op as a picklable task: inputs it updates in place are copied first (a stored
-    value is immutable on Ray), and every output comes back as a new value."""
-
-    def __init__(self, op: Op) -> None:
-        self.type, self.attrs = op.type, dict(op.attrs)
-        self.copy = [i for i, t in enumerate(op.inputs) if t in op.inplace]
-
-    def __call__(self, *ins: np.ndarray) -> Any:
-        args = [np.array(x, copy=True) if i in self.copy else x for i, x in enumerate(ins)]
-        out = run_kernel(np, self.type, args, self.attrs)
-        return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
 
 
 def inplace_slack(plan: SwapPlan) -> int:
@@ -94,7 +80,7 @@ def run_on_worker(
     names = wl.tensor_names
     tid = {n: i for i, n in enumerate(names)}
     ops = [graph.op(n) for n in wl.op_names]
-    kernels = [_Kernel(op) for op in ops]
+    kernels = [OpTask(op) for op in ops]
     host: dict[int, np.ndarray] = {}
     for source in (feeds, state):
         for n, v in source.items():
