@@ -139,11 +139,15 @@ def cluster():
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
+        # one shared grace period: a node still stopping after it is killed with its
+        # whole process group (every process of a node is in its group)
+        deadline = time.monotonic() + 8
         for p in procs:
             try:
-                p.wait(timeout=20)
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
 
 def test_workers_on_every_node_and_bytes_between_nodes(cluster):

@@ -200,7 +200,7 @@ def test_tiles_rebuilt_from_the_drivers_copies_give_the_same_bits(on_ray, monkey
     def steps(kill_at: int | None) -> str:
         on_ray.pruning.prune_at = 0
         w = sp.zeros(x.shape[1])
-        for step in range(24):
+        for step in range(14):
             w = w - 0.5 * (x.T @ (1 / (1 + sp.exp(-(x @ w))) - y)) / x.shape[0]
             sp.evaluate(w)
             gc.collect()
@@ -212,7 +212,7 @@ def test_tiles_rebuilt_from_the_drivers_copies_give_the_same_bits(on_ray, monkey
     copies = [r for r in on_ray.lineage.made_by.values() if r.fn is None and r.value is not None]
     assert copies, "no block was copied to the driver: the test exercises nothing"
     before = on_ray.recoveries
-    assert steps(16) == plain
+    assert steps(9) == plain
     assert on_ray.recoveries > before
 
 

@@ -19,11 +19,14 @@ from spartan.frontend.evaluate import evaluate, too_deep
 from spartan.frontend.map import Map
 
 
-def test_a_hundred_thousand_chained_additions(backend):
+def test_twenty_thousand_chained_additions(backend):
+    """Far past the recursion limit and many times ``max_graph_depth``."""
+    steps = 20_000
+    assert steps > 10 * max(sys.getrecursionlimit(), config.max_graph_depth)
     x = sp.zeros((8, 6), tiling="row")
-    for _ in range(100_000):
+    for _ in range(steps):
         x += 1
-    np.testing.assert_array_equal(x.to_numpy(), np.full((8, 6), 100_000.0))
+    np.testing.assert_array_equal(x.to_numpy(), np.full((8, 6), float(steps)))
 
 
 def test_in_place_additions_past_the_old_limit(backend):

@@ -15,7 +15,7 @@ import spartan as sp
 from spartan.backend import master
 
 THREADS = 4
-EVALUATIONS = 100
+EVALUATIONS = 60
 N = 8  # tiny arrays: the evaluations, not the data, are under test
 
 
@@ -61,7 +61,7 @@ def _evaluate_in_threads(extra=None) -> list[int]:
 
 
 def test_four_threads_evaluate_at_once(backend):
-    """4 threads x 100 evaluations on the in-process backend and on Ray."""
+    """4 threads x 60 evaluations on the in-process backend and on Ray."""
     assert _evaluate_in_threads() == [EVALUATIONS] * THREADS
 
 
