@@ -22,6 +22,7 @@ import numpy as _np
 
 from spartan import backend
 from spartan.backend.base import WorkerLostError
+from spartan.backend.base import driver_time as _driver_time
 from spartan.backend.device import array_module as get_array_module
 from spartan.backend.seen import TileChangedError
 from spartan.backend.session import InsecureClusterWarning, init, shutdown
@@ -110,12 +111,15 @@ def compute(*arrays: Any) -> tuple[Any, ...]:
 
 def stats() -> dict[str, Any]:
     """Worker counters since :func:`reset_stats`: tasks, bytes moved between workers
-    (and between nodes), bytes pulled to and pushed from the driver."""
+    (and between nodes), bytes pulled to and pushed from the driver; and the driver's
+    own seconds per evaluation phase, ``driver_seconds`` (plan, lower, dispatch, wait:
+    :class:`spartan.backend.base.DriverTime`)."""
     return backend.current().stats().as_dict()
 
 
 def reset_stats() -> None:
     backend.current().reset_stats()
+    _driver_time.reset()
 
 
 def numpy_function(func: Any) -> Any:

@@ -250,7 +250,10 @@ def test_row_product_of_a_map_and_transposed_maps(backend, tiling):
     sp.evaluate(a, b)
     numpy.testing.assert_allclose(a.to_numpy(), (R * W) @ V, rtol=1e-12)
     numpy.testing.assert_allclose(b.to_numpy(), (R.T * W.T) @ U, rtol=1e-12)
-    if tiling != "dup":
+    # the optimizer picks the algorithms: column-tiled R is read in place by its columns
+    by_rows = (a._expr.name, b._expr.name) == ("dot(a)", "dot(b)")
+    assert by_rows or tiling in ("column", "dup")
+    if tiling != "dup" and by_rows:
         assert rows._expr.data is None and cols._expr.base.data is None
 
 

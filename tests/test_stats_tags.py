@@ -22,6 +22,15 @@ def _moving_product(rng: np.random.Generator):
     return y, data @ v
 
 
+def _moving_join(a: sp.Array) -> sp.Array:
+    """Row sums of column-cut ``a`` as a user's ``join_update``: every column group's
+    partial sums cross workers, and how many bytes the update moves is what the
+    optimizer learns for this call site (a product's it computes exactly)."""
+    return sp.join_update(
+        lambda extents, block: [((), block.sum(axis=1))], np.add, [a], [1], (a.shape[0],)
+    )
+
+
 def test_stats_for_tags_hold_only_those_tags(backend):
     rng = np.random.default_rng(0)
     y, want = _moving_product(rng)
@@ -52,7 +61,8 @@ def asks(backend, monkeypatch):
 
 
 def test_an_evaluation_learns_and_explains_its_own_moved_bytes(backend, asks):
-    y, want = _moving_product(np.random.default_rng(1))
+    data = np.random.default_rng(1).random(SHAPE)
+    y, want = _moving_join(sp.array(data, tiling=Tiling.column(SHAPE, 2))), data.sum(axis=1)
     np.testing.assert_allclose(sp.compute(y)[0], want)
     explained = sp.explain(y)
     planned = explained.planned
@@ -79,13 +89,12 @@ def test_workers_keep_the_newest_tags_only(local, monkeypatch):
 
 def test_a_loop_stops_asking_for_moved_bytes_once_its_joins_are_learned(backend, asks):
     rng = np.random.default_rng(3)
-    data, v = rng.random(SHAPE), rng.random(SHAPE[1])
+    data = rng.random(SHAPE)
     a = sp.array(data, tiling=Tiling.column(SHAPE, 2))
-    x = sp.array(v)
     runs = 40
     for _ in range(runs):
-        y = a @ x  # one call site: its learned update cost settles after a few
-        np.testing.assert_allclose(sp.compute(y)[0], data @ v)
+        y = _moving_join(a)  # one call site: its learned update cost settles after a few
+        np.testing.assert_allclose(sp.compute(y)[0], data.sum(axis=1))
     # measured until settled, then once every MEASURE_EVERY evaluations
     most = planning.SETTLED_AFTER + 1 + runs // planning.MEASURE_EVERY
     assert 1 <= len(asks) <= most < runs

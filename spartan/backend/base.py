@@ -15,15 +15,18 @@ array([ 0, -1, -2, -3])
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from contextlib import AbstractContextManager
+import time
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 Key = Hashable
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,81 @@ def remote_pieces(worker: int, inputs: Sequence[Any]) -> list[Piece]:
     ]
 
 
+@dataclass(eq=False)
+class _OpenPhase:
+    """A phase being timed: when it began, and the seconds of the phases inside it."""
+
+    start: float
+    inner: float = 0.0
+
+
+class DriverTime:
+    """The driver's own seconds per phase of its evaluations, since :meth:`reset`
+    (``spartan.reset_stats()``): ``plan`` (choosing tilings), ``lower`` (building and
+    submitting the per-tile tasks, and the evaluation's other bookkeeping; in-process
+    workers run each task as it is submitted, so there it includes the tasks), ``dispatch``
+    (sending them, :meth:`Backend.flush`) and ``wait`` (the final wait, fetching included).
+    Each phase excludes the phases timed inside it, so the four add up to the driver's
+    time in evaluations. The frontend times them (the backend never looks); one
+    evaluation runs at a time (:meth:`Backend.evaluating`), so one stack of open phases
+    suffices.
+
+    >>> with driver_time.phase("plan"):
+    ...     pass
+    >>> driver_time.snapshot()["plan"] >= 0
+    True
+    """
+
+    PHASES = ("plan", "lower", "dispatch", "wait")
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+        #: the open phases, innermost last
+        self._open: list[_OpenPhase] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Count the time inside the block to ``name`` (less that of phases inside it)."""
+        frame = _OpenPhase(time.perf_counter())
+        self._open.append(frame)
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - frame.start
+            self._open.remove(frame)
+            self.seconds[name] = self.seconds.get(name, 0.0) + spent - frame.inner
+            if self._open:
+                self._open[-1].inner += spent
+
+    def timed(self, name: str) -> Callable[[_F], _F]:
+        """A decorator: every call of the function is a :meth:`phase` ``name``."""
+
+        def wrap(fn: _F) -> _F:
+            @functools.wraps(fn)
+            def run(*args: Any, **kwargs: Any) -> Any:
+                with self.phase(name):
+                    return fn(*args, **kwargs)
+
+            return run  # type: ignore[return-value]
+
+        return wrap
+
+    def snapshot(self) -> dict[str, float]:
+        """Seconds per phase so far (a copy)."""
+        return dict(self.seconds)
+
+    def reset(self) -> None:
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+
+
+#: this process's driver time (:attr:`Stats.driver_seconds`)
+driver_time = DriverTime()
+
+
 @dataclass
 class Stats:
-    """Counters summed over workers (see :meth:`Backend.stats`)."""
+    """Counters summed over workers (see :meth:`Backend.stats`), and the driver's own
+    time per evaluation phase (``driver_seconds``, :class:`DriverTime`)."""
 
     tasks: int = 0
     bytes_moved: int = 0
@@ -79,6 +154,9 @@ class Stats:
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     #: bytes moved between workers per task tag (the frontend tags tasks by node)
     bytes_by_tag: dict[Any, int] = field(default_factory=dict)
+    #: the driver's seconds per phase (plan, lower, dispatch, wait) of its evaluations
+    #: when these stats were made (:class:`DriverTime`)
+    driver_seconds: dict[str, float] = field(default_factory=lambda: driver_time.snapshot())
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

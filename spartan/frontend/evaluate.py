@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from spartan.backend import session
-from spartan.backend.base import Backend, Region, interrupted
+from spartan.backend.base import Backend, Region, driver_time, interrupted
 from spartan.backend.master import free_queued
 from spartan.config import config
 from spartan.frontend import memory, planning
@@ -151,6 +151,9 @@ def evaluate(*exprs: Expr, then: Callable[[], None] | None = None) -> None:
     _evaluate_then_fetch(exprs, then=then)
 
 
+# the driver's own time per phase (spartan.stats()["driver_seconds"]): what is not
+# planning, sending or waiting counts as lowering
+@driver_time.timed("lower")
 def _evaluate_then_fetch(
     exprs: Sequence[Expr], fetch: Sequence[Expr] = (), then: Callable[[], None] | None = None
 ) -> list | None:
@@ -176,7 +179,8 @@ def _evaluate_then_fetch(
             regions = [_region(e, full_box(e.shape)) for e in fetch]
             # the fetched arrays' tasks, held back by _lower, go out knowing that their
             # tiles are fetched: they can deliver them as they finish
-            backend.flush(regions)
+            with driver_time.phase("dispatch"):
+                backend.flush(regions)
             for node in lowered:
                 node.done()
             if then is not None:
@@ -193,9 +197,10 @@ def _evaluate_then_fetch(
                 # promised now, the counters are asked behind the fetch and are there by
                 # the next plan
                 planning.learn_later(planned, backend.stats_later(planned.tags))
-            out = backend.wait(regions)
-            for hook in hooks:
-                hook.after(saving)
+            with driver_time.phase("wait"):
+                out = backend.wait(regions)
+                for hook in hooks:
+                    hook.after(saving)
         except KeyboardInterrupt as interrupt:
             raise _interrupted(backend, interrupt, order) from None
     log.debug("evaluated in %.3f s", time.perf_counter() - start)
@@ -226,17 +231,20 @@ def _lower(
     uid) queued for the caller's :meth:`~Backend.flush` (unless a later node's flush
     sends them); the nodes lowered, and the plan."""
     start = time.perf_counter()
-    tilings, planned = planning.choose(order, backend.nworkers)
-    fused = fusable(order, exprs, tilings)
-    pipes, piped = row_pipelines(order, exprs, tilings, config.pipeline_rows)
+    with driver_time.phase("plan"):
+        tilings, planned = planning.choose(order, backend.nworkers)
+        fused = fusable(order, exprs, tilings)
+        pipes, piped = row_pipelines(order, exprs, tilings, config.pipeline_rows)
     # a pipeline's leaves are read as tiles, so they must not vanish into their consumer
     fused = (
         fused - {leaf.uid for ris in pipes.values() for ri in ris for leaf, _ in ri.leaves}
     ) | piped
+    if planned is not None:  # (predicted bytes as the nodes really run)
+        planned.lowered_as(order, fused, piped)
     log.debug("planned %d nodes in %.1f ms", len(order), (time.perf_counter() - start) * 1e3)
     ctx = Lowering(backend, tilings, fused, pipes)
     for expr, tiling in planned.retile if planned is not None else ():
-        retile_evaluated(ctx, expr, tiling)
+        retile_evaluated(ctx, expr, tiling, planned.retile_tag[expr.uid])
     lowered = [n for n in order if n.uid not in fused and not isinstance(n, View)]
     memory.check(lowered, tilings, backend.nworkers, planning.device_free(backend))
     try:
@@ -244,18 +252,22 @@ def _lower(
             backend.tag = node.uid
             node.lower(ctx)
             if node.uid not in unsent:
-                backend.flush()  # one operator's tasks go out together
+                with driver_time.phase("dispatch"):
+                    backend.flush()  # one operator's tasks go out together
+            if planned is not None:  # (a filter's re-cut, priced once counted)
+                planned.lowered(node)
             node.planned = planned
     finally:
         backend.tag = None
     return lowered, planned
 
 
-def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling) -> None:
-    """Give an evaluated array new tiles in ``tiling`` (the plan found it pays off)."""
+def retile_evaluated(ctx: Lowering, expr: Expr, tiling: Tiling, tag: int | None = None) -> None:
+    """Give an evaluated array new tiles in ``tiling`` (the plan found it pays off);
+    its tasks' bytes are counted under ``tag`` (default: the array's uid)."""
     copy = Map(identity, [expr], expr.shape, expr.dtype, name="retile")
     ctx.tilings[copy.uid] = tiling
-    ctx.backend.tag = expr.uid
+    ctx.backend.tag = expr.uid if tag is None else tag
     copy.lower(ctx)
     expr.data = copy.data
 
@@ -271,7 +283,8 @@ def compute(*exprs: Expr) -> list[np.ndarray]:
         backend = session.current()
         with backend.evaluating():
             try:
-                out = backend.wait(regions)
+                with driver_time.phase("wait"):
+                    out = backend.wait(regions)
             except KeyboardInterrupt as interrupt:
                 raise _interrupted(backend, interrupt, None) from None
     return out

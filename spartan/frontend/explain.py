@@ -5,6 +5,10 @@ tiling plan: 2 workers, ...
 node ... op ... shape ... tiling ... predicted B ... measured B
 ...
 total ...
+
+After evaluation a node whose measured bytes differ from the predicted ones by more than
+10% (and more than 1 KiB) is marked ``!`` and counted in a footer line;
+:attr:`Explanation.mismatches` lists them.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from spartan.backend import session
 from spartan.frontend.evaluate import pending_order
 from spartan.frontend.expr import Expr
+from spartan.frontend.optimizer.plan import Mismatch
 from spartan.frontend.planning import Planned, choose
 from spartan.frontend.view import base_of
 
@@ -30,6 +35,17 @@ class Explanation:
     @property
     def plan(self) -> Any:
         return self.planned.plan
+
+    @property
+    def mismatches(self) -> list[Mismatch]:
+        """The nodes whose measured bytes differ from the predicted ones by more than
+        10% and 1 KiB (the floor keeps a scalar's few bytes from counting), as
+        ``(node, predicted, measured)``; empty before evaluation.
+
+        >>> [(m.node.label, m.predicted, m.measured) for m in spartan.explain(y).mismatches]  # doctest: +SKIP
+        [('fold(add)', 0, 4096)]
+        """
+        return self.plan.mismatches()
 
     def __str__(self) -> str:
         state = "measured after evaluation" if self.evaluated else "not evaluated yet"

@@ -68,6 +68,7 @@ class Filter(Expr):
         out = Tiling.row(self.shape, max(1, grid.ntiles))
         tiles = Tiles(ctx.backend, self.uid, self.shape, self.dtype, out)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+        moved = 0
         for idx, box, w in tiles.placements():
             lo, hi = box[0]
             ps = []
@@ -75,9 +76,13 @@ class Filter(Expr):
                 s, e = max(lo, a), min(hi, b)
                 if s < e:
                     ps.append(Piece(pw, key, (slice(s - a, e - a),), (slice(s - lo, e - lo),)))
+                    moved += (e - s) if pw != w else 0
             region = Region((hi - lo,), self.dtype, tuple(ps))
             ctx.backend.submit(w, identity, [region], [tiles.key(idx)])
         ctx.backend.delete([k for k, _ in parts])
+        #: the bytes the even re-cut of the counted parts moves: data-dependent, so the
+        #: plan's prediction takes them once counted (``Planned.lowered``)
+        self.counted_bytes = moved * self.dtype.itemsize
         self.data = tiles
 
     def lower(self, ctx: Lowering) -> None:

@@ -372,12 +372,30 @@ class JoinUpdate(Expr):
             self.axes,
             self.shape,
             self.dtype.itemsize,
-            self.update_axis,
+            self.estimated_update_axis(),
             self.site,
             self.groups,
             base,
             self.label,
         )
+
+    def estimated_update_axis(self) -> int | None:
+        """The output axis the cost model takes each group's updates to stay within:
+        the promised ``update_axis``; else, for a join without an accumulator (each
+        output element is written once, so the groups' updates partition the output),
+        the output axis as long as the axis the groups cut of the first joined input
+        (a stack of small solves: group ``g``'s matrices give output rows ``g``). A
+        guess for the first run only: measured bytes correct it after."""
+        if self.update_axis is not None or self.f_accum is not None or self.has_base:
+            return self.update_axis
+        joined = [(x, a) for x, a in zip(self.children, self.axes) if a >= 0]
+        if not joined:
+            return None
+        x, a = joined[0]
+        n = x.shape[a]
+        if a < len(self.shape) and self.shape[a] == n:
+            return a
+        return next((k for k, m in enumerate(self.shape) if m == n), None)
 
     def _is_dot_a(self) -> bool:
         """A ``dot(a)`` product (``f(X) @ W``): row ``i`` of the output from row ``i``
@@ -487,6 +505,8 @@ class JoinUpdate(Expr):
                 if ri is None:
                     regions.append(ctx.region(x, b, w) if a >= 0 else whole(x, w))
                     continue
+                if chunked is not None and i in chunked.twins:
+                    continue  # (its chunk is its twin's, transposed: nothing to read)
                 regions += ri.regions(ctx, b[ri.axis], w, whole)
             extents = tuple(Extent(b) for b in boxes)
             # one task per worker when updates accumulate or every read is local (a
@@ -529,6 +549,9 @@ class JoinUpdate(Expr):
                 else:
                     update_keys.pop(t)
         base = self.children[self.ninputs] if self.has_base else None
+        # an update list read from elsewhere, made once (a replicated output's copies
+        # all read every list: not once per copy)
+        fetch_of: dict[tuple, Region] = {}
         for idx, box, w in tiles.placements():
             t = idx if not out_tiling.replicated else targets[0]
             if t not in update_keys:  # finished by its join task
@@ -536,12 +559,10 @@ class JoinUpdate(Expr):
             ins = [ctx.region(base, box, w)] if base is not None else []
             # an update list from elsewhere: about a tile's bytes (how it travels)
             nbytes = math.prod(box_shape(box)) * self.dtype.itemsize
-            ins += [
-                k
-                if made_on[k] == w
-                else Region(None, None, (Piece(made_on[k], k, (), ()),), nbytes)
-                for k in update_keys[t]
-            ]
+            for k in update_keys[t]:
+                if made_on[k] != w and k not in fetch_of:
+                    fetch_of[k] = Region(None, None, (Piece(made_on[k], k, (), ()),), nbytes)
+            ins += [k if made_on[k] == w else fetch_of[k] for k in update_keys[t]]
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
             ctx.backend.submit(w, task, ins, [tiles.key(idx)])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])

@@ -474,15 +474,18 @@ class ChunkedJoin:
     def of(cls, inputs: Sequence[RowInput], join: Any, chunk_bytes: int) -> ChunkedJoin:
         """The runner of ``join``'s groups; a chunk fits ``chunk_bytes``."""
         by_index = {ri.index: ri for ri in inputs}
+        twins = _twins(join, by_index)
         layout, row_bytes = [], 0
         for i, (x, a) in enumerate(zip(join.children, join.axes)):
-            if i in by_index:
+            if i in twins:  # its chunk is its twin's, transposed: it reads no leaves
+                layout.append((flatten(by_index[i].tree), ()))
+            elif i in by_index:
                 layout.append((flatten(by_index[i].tree), by_index[i].rowwise))
                 row_bytes += by_index[i].row_bytes
             else:
                 layout.append(None)
                 row_bytes += x.nbytes // x.shape[a] if a >= 0 and x.shape[a] else 0
-        return cls(layout, join.axes, chunk_rows(row_bytes, chunk_bytes), _twins(join, by_index))
+        return cls(layout, join.axes, chunk_rows(row_bytes, chunk_bytes), twins)
 
     @property
     def nblocks(self) -> int:

@@ -10,16 +10,18 @@ operator is to the optimizer (:meth:`Expr.program_node`) and its local rule
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 
 from spartan.backend import session
 from spartan.backend.base import Backend, Stats
 from spartan.config import config
 from spartan.frontend.expr import Expr
-from spartan.frontend.optimizer import Plan, Program, UpdateHistory, optimize
-from spartan.frontend.view import View
+from spartan.frontend.optimizer import Choice, Plan, Program, UpdateHistory, optimize
+from spartan.frontend.optimizer.profiles import profile
+from spartan.frontend.view import View, base_of
 from spartan.tiling import Tiling
 
 
@@ -55,23 +57,183 @@ class Planned:
     """The optimizer's plan for one evaluation and the Expr → program-node map."""
 
     def __init__(
-        self, plan: Plan, node_of: dict[int, int], retile: list[tuple[Expr, Tiling]]
+        self,
+        plan: Plan,
+        node_of: dict[int, int],
+        retile: list[tuple[Expr, Tiling]],
+        inputs: Sequence[Expr] = (),
     ) -> None:
         self.plan = plan
+        #: (the cached plan's dict, shared by every evaluation of the same graph: copied
+        #: before this evaluation's changes)
+        self._shared_predicted = plan.predicted
         self.node_of = node_of
         #: evaluated inputs the plan re-tiles because that moves fewer bytes overall
         self.retile = retile
+        # the backend's byte counters by tag are totals since its last reset: an input's
+        # own uid tagged the tasks that computed it (and earlier evaluations' re-tilings
+        # of it), so this evaluation's re-tiling of it gets a tag of its own
+        fixed = {e.uid for e in inputs}
+        self.node_of_tag: dict[int, int] = {
+            uid: nid for uid, nid in node_of.items() if uid not in fixed
+        }
+        #: the tag of each re-tiled input's copy tasks (by the input's uid)
+        self.retile_tag: dict[int, int] = {}
+        for e, _ in retile:
+            self.retile_tag[e.uid] = tag = next(_retile_tags)
+            self.node_of_tag[tag] = node_of[e.uid]
 
     def record(self, bytes_by_tag: dict[int, int]) -> None:
         """Measured bytes per node; join_updates teach the history their update bytes."""
         before = {site: _learned(site) for site in self.sites}
-        for uid, nid in self.node_of.items():
-            if nid in self.plan.predicted:
-                self.plan.record_measured(nid, bytes_by_tag.get(uid, 0))
+        measured = dict.fromkeys(set(self.node_of.values()) & set(self.plan.predicted), 0)
+        for tag, nid in self.node_of_tag.items():
+            if nid in measured:
+                measured[nid] += bytes_by_tag.get(tag, 0)
+        for nid, nbytes in measured.items():
+            self.plan.record_measured(nid, nbytes)
         self.plan.teach(_history)
         for site, old in before.items():
             _steady[site] = _steady.get(site, 0) + 1 if _learned(site) == old else 0
             _unmeasured[site] = 0
+
+    def lowered_as(
+        self, order: Sequence[Expr], fused: Collection[int], piped: Collection[int] = ()
+    ) -> None:
+        """Price the plan as it is lowered: a node computed inside its consumers (a
+        fused map, a node of a row pipeline: ``fused``, by uid) moves no bytes of its
+        own; each node that computes it reads what it would have read, so its predicted
+        bytes go to every such consumer -- a node several pipelines compute is read by
+        each. A node of a row pipeline (``piped``) makes no tiles: it reads its row
+        inputs by rows and its other inputs whole once per worker (as if cut in one
+        tile per worker), and has no updates to send. A join computed inside another
+        node teaches the history nothing (what it moved is counted with its consumer),
+        and a join that computes others learns its update bytes net of what they read."""
+        if not fused:
+            return
+        plan = self.plan
+        own = dict(plan.predicted)
+        for uid in piped:
+            nid = self.node_of.get(uid)
+            if nid is not None and nid in own:
+                own[nid] = self._piped_bytes(nid)
+        # a consumer reads the pipelined nodes by its own row groups: as if they were
+        # cut in rows like it
+        piped_nids = {self.node_of[u] for u in piped if u in self.node_of}
+        for e in order:
+            nid = self.node_of.get(e.uid)
+            if (
+                nid is not None
+                and e.uid not in fused
+                and not isinstance(e, View)
+                and any(self.node_of.get(base_of(c).uid) in piped_nids for c in e.children)
+            ):
+                own[nid] = self._consumer_bytes(nid, piped_nids)
+        predicted, updates = dict(own), dict(plan.updates)
+        by_uid = {e.uid: e for e in order}
+        for e in order:
+            if e.uid in fused or isinstance(e, View) or e.uid not in self.node_of:
+                continue
+            inside: set[int] = set()
+            stack = [base_of(c) for c in e.children]
+            while stack:  # (without recursion: a fused chain is as deep as its loop)
+                c = stack.pop()
+                if c.uid in fused and c.uid not in inside and c.uid in by_uid:
+                    inside.add(c.uid)
+                    stack.extend(base_of(g) for g in c.children)
+            nid = self.node_of[e.uid]
+            program = plan.program
+            # one task reads each array once, however many of the maps it computes read
+            # it (``where(t > 0.5, t, 0)``: t once)
+            seen = set(program[nid].inputs) if program[nid].op == "map" else set()
+            for uid in inside:
+                a = self.node_of.get(uid)
+                if a is None or a not in own:
+                    continue
+                if program[a].op != "map":
+                    predicted[nid] += own[a]
+                    continue
+                for i, nbytes in self._map_reads(a, uid in piped).items():
+                    if i not in seen:
+                        seen.add(i)
+                        predicted[nid] += nbytes
+        for uid in fused:
+            nid = self.node_of.get(uid)
+            if nid is not None and nid in predicted:
+                predicted[nid] = 0
+                updates.pop(nid, None)
+        plan.predicted, plan.updates = predicted, updates
+
+    def lowered(self, node: Expr) -> None:
+        """``node`` was lowered: add the bytes of a data-dependent step only its lowering
+        could count (``counted_bytes``: a filter's result is cut evenly once its tiles'
+        selected elements are counted, and the parts that land on another worker move;
+        the model, before counting, keeps the parts where their rows were)."""
+        extra = getattr(node, "counted_bytes", 0)
+        nid = self.node_of.get(node.uid)
+        if extra and nid is not None and nid in self.plan.predicted:
+            if self.plan.predicted is self._shared_predicted:
+                self.plan.predicted = dict(self.plan.predicted)
+            self.plan.predicted[nid] += extra
+
+    def _piped_bytes(self, nid: int) -> int:
+        """The bytes node ``nid`` reads computed in a row pipeline (it sends no
+        updates): a pipeline computes the rows of the row groups its consumer reads,
+        on their workers, whatever tiling the plan gave the node itself -- its inputs
+        read by rows as if it were cut in rows like its consumer, and the inputs it
+        reads whole (a broadcast operand) once per worker."""
+        return sum(self._reads(nid, True).values())
+
+    def _consumer_bytes(self, nid: int, piped: set[int]) -> int:
+        """Node ``nid``'s predicted bytes when the ``piped`` nodes it reads are computed
+        inside it, by its row groups: its reads as if those were cut in rows (its
+        updates as planned)."""
+        plan, P = self.plan, self.plan.nworkers
+        program = plan.program
+
+        def choice(n: int) -> Choice:
+            c = plan.choice[n]
+            if n in piped and program[n].shape:
+                shape = program[n].shape
+                return dataclasses.replace(c, tiling=Tiling.row(shape, node_pieces(shape, P)))
+            return c
+
+        reads = sum(
+            t.cost(*(choice(n) for n in t.nodes))
+            for t in profile(program, program[nid], P)
+            if not t.update
+        )
+        return int(reads) + plan.updates.get(nid, (0, 0))[0]
+
+    def _map_reads(self, nid: int, piped: bool) -> dict[int, int]:
+        """A map's predicted bytes per distinct input (piped: :meth:`_piped_bytes`)."""
+        return self._reads(nid, piped)
+
+    def _reads(self, nid: int, piped: bool) -> dict[int, int]:
+        """Node ``nid``'s read bytes by term: a map's keyed by its input node (one term
+        per distinct input, :func:`~spartan.frontend.optimizer.profiles.profile`), other
+        operators' by term index (negative). ``piped``: as computed in a row pipeline."""
+        plan, P = self.plan, self.plan.nworkers
+        program = plan.program
+        node = program[nid]
+        terms = [t for t in profile(program, node, P) if not t.update]
+        if node.op == "map":
+            keys = list(dict.fromkeys(node.inputs))
+        else:
+            keys = [-1 - k for k in range(len(terms))]
+        out: dict[int, int] = {}
+        for key, term in zip(keys, terms):
+            mine = plan.choice[nid]
+            if piped and node.shape:
+                whole = False
+                if node.op == "map":
+                    shape = program[key].shape
+                    whole = len(shape) < len(node.shape) or shape[0] != node.shape[0]
+                rows = P if whole else node_pieces(node.shape, P)
+                mine = dataclasses.replace(mine, tiling=Tiling.row(node.shape, rows))
+            cost = term.cost(*(mine if n == nid else plan.choice[n] for n in term.nodes))
+            out[key] = int(cost)
+        return out
 
     @property
     def sites(self) -> set[Hashable]:
@@ -94,14 +256,16 @@ class Planned:
 
     @property
     def tags(self) -> frozenset[int]:
-        """The tags of this plan's tasks: its nodes' uids."""
-        return frozenset(self.node_of)
+        """The tags of this plan's tasks: its nodes' uids (and its re-tilings' tags)."""
+        return frozenset(self.node_of_tag)
 
     def explain(self) -> str:
         return self.plan.explain()
 
 
 _history = UpdateHistory()
+#: tags of re-tiling tasks: negative, so never an Expr's uid
+_retile_tags = itertools.count(-1, -1)
 #: a join site whose learned cost (to two digits, as plans are cached) came out the same
 #: this many measurements in a row is settled: an evaluation of settled sites only is
 #: measured once every MEASURE_EVERY
@@ -186,7 +350,10 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
             raise
         log.warning("tiling optimizer failed (%s); using local tiling rules", error)
         return tilings, None
+    impl = plan.impl
     for e in order:
+        if e.uid in node_of and node_of[e.uid] in impl:  # an algorithm the plan chose
+            e.use_impl(impl[node_of[e.uid]])  # (only a products.Dot makes a dot node)
         if e.tiling_hint is None and e.uid in node_of and not isinstance(e, View):
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             storage = plan.program[node_of[e.uid]].params.get("storage")
@@ -207,7 +374,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
                 base.data.tiling if base.data is not None else tilings[base.uid]
             )
             tilings[e.uid] = e.induced_tiling(t)
-    return tilings, Planned(plan, node_of, retile)
+    return tilings, Planned(plan, node_of, retile, inputs)
 
 
 def _replicated_small(
@@ -243,8 +410,13 @@ def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) 
     part of the key, to two significant digits: a loop whose measured bytes wobble a
     little keeps its plan instead of paying the search again."""
     sites = _join_sites(program)
+    # candidates are cut as the lowering will cut them (:func:`with_pieces`), so the
+    # plan prices the tiles that really run: a scan over two tiles per worker sends
+    # more prefixes than over one, and a block grid of 2P tiles places tiles unlike P
+    counts = {n.shape: node_pieces(n.shape, nworkers) for n in program}
     key = (
         nworkers,
+        tuple(sorted(counts.items())),
         budget,
         tuple(sorted(fixed.items(), key=lambda kv: kv[0])),
         tuple(
@@ -257,7 +429,14 @@ def _cached_optimize(program: Program, nworkers: int, budget: int, fixed: dict) 
     if plan is None:
         if len(_plans) >= 256:
             _plans.clear()
-        plan = _plans[key] = optimize(program, nworkers, budget, _history, fixed=fixed)
+        plan = _plans[key] = optimize(
+            program,
+            nworkers,
+            budget,
+            _history,
+            pieces=lambda node: counts[node.shape],
+            fixed=fixed,
+        )
     return dataclasses.replace(plan, program=program, measured={})
 
 
@@ -279,7 +458,13 @@ def with_pieces(t: Tiling, shape: Sequence[int], nworkers: int) -> Tiling:
     """The optimizer's choice of axes, cut into the configured number of tiles
     (:meth:`Tiling.with_pieces`). The count depends only on the shape, so arrays of one
     shape are cut alike."""
-    return t.with_pieces(shape, default_pieces(math.prod(shape) * 8, nworkers))
+    return t.with_pieces(shape, node_pieces(shape, nworkers))
+
+
+def node_pieces(shape: Sequence[int], nworkers: int) -> int:
+    """The tiles an array of ``shape`` is cut into (the count the optimizer plans with
+    and :func:`with_pieces` cuts: it depends on the shape alone, as 8-byte elements)."""
+    return default_pieces(math.prod(shape) * 8, nworkers)
 
 
 def to_program(order: Sequence[Expr], nworkers: int) -> tuple[Program, dict[int, int], list[Expr]]:

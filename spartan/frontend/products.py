@@ -1,9 +1,11 @@
 """Matrix products on ``join_update`` (thesis Fig. 2.2, 2.5).
 
-``dot(X, Y)`` with X n×k and Y k×m has two implementations: (a) row groups of X joined
-with the whole of Y, each writing its rows of Z; (b) column groups of X joined with the
-matching row groups of Y, each producing a full n×m partial summed with ``add``.
-Like the thesis, (b) is chosen when ``X.shape[0] <= X.shape[1]``.
+``dot(X, Y)`` with X n×k and Y k×m has two implementations: (a) ``rows``, row groups of
+X joined with the whole of Y, each writing its rows of Z; (b) ``inner``, column groups
+of X joined with the matching row groups of Y, each producing a full n×m partial summed
+with ``add``. Which one runs is the tiling optimizer's choice, made jointly with the
+tilings (a :class:`Dot` is a ``dot`` node of its program); where the optimizer is not
+asked, :func:`_rows_first` decides (the thesis's rule: (b) when ``n <= k``).
 
 >>> sp.dot(sp.ones((4, 3)), sp.ones((3, 2)))
 array([[3., 3.],
@@ -17,14 +19,18 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spartan.backend.device import array_module
 from spartan.frontend.aliasing import read_only
 from spartan.frontend.array import Array
+from spartan.frontend.expr import Expr, register
 from spartan.frontend.join_update import JoinUpdate
+
+if TYPE_CHECKING:
+    from spartan.frontend.optimizer import Program
 
 
 class _RowsTimesWhole:
@@ -50,7 +56,8 @@ def _partial_product(extents, xt: np.ndarray, yt: np.ndarray):
 
 
 def _rows_first(x: Array) -> bool:
-    """Whether to join column groups of x with row groups of y (implementation (b)).
+    """Whether to join column groups of x with row groups of y (implementation (b)):
+    the local rule, which decides where the optimizer does not (it failed).
 
     An already evaluated x decides by where it is cut: cut along its rows, implementation
     (a) reads it in place (a solver's ``A @ p`` every iteration); cut along its columns,
@@ -67,10 +74,70 @@ def _rows_first(x: Array) -> bool:
     return x.shape[0] <= x.shape[1]
 
 
-def dot2d(x: Array, y: Array) -> Array:
+@register
+class Dot(JoinUpdate):
+    """``x @ y`` of 1-D/2-D operands as one of two join_updates (the module docstring):
+    ``"rows"`` (named ``dot(a)``: row groups of x times the whole y, each writing its
+    rows, update_axis 0) or ``"inner"`` (``dot(b)``: column groups of x times the
+    matching row groups of y, partial products summed with ``np.add``).
+
+    ``impl=None`` leaves the algorithm to the optimizer: the node is a ``dot`` of its
+    program, and planning hands the chosen algorithm back (:meth:`use_impl`) before the
+    node is lowered or row pipelines are formed. Until then, and where the optimizer
+    fails, it runs ``rule`` (:func:`_rows_first`'s choice). A forced ``impl`` is a plain
+    join_update to the optimizer. A 1-D x has no rows to group: it always takes
+    ``"inner"``.
+    """
+
+    def __init__(
+        self,
+        x: Expr,
+        y: Expr,
+        shape: Sequence[int],
+        dtype: Any,
+        impl: str | None = None,
+        rule: str = "inner",
+    ) -> None:
+        super().__init__(_partial_product, np.add, [x, y], [x.ndim - 1, 0], shape, dtype)
+        self.site = ("dot", self.site[1])  # (one site whichever algorithm runs)
+        #: the algorithm was named by the caller: the optimizer does not choose it
+        self.forced = impl is not None
+        self.use_impl(impl or ("inner" if x.ndim == 1 else rule))
+
+    def use_impl(self, impl: str) -> None:
+        """Run algorithm ``impl`` (``"rows"`` or ``"inner"``): the optimizer's choice,
+        set before lowering. The join's parameters and name follow it, so the row
+        pipelines recognize ``dot(a)``/``dot(b)`` whichever was chosen."""
+        x = self.children[0]
+        if impl == "rows" and x.ndim == 2:
+            self.f_join, self.f_accum, self.axes = _rows_times_whole, None, (0, -1)
+            self.name, self.update_axis = "dot(a)", 0
+        elif impl == "inner":
+            self.f_join, self.f_accum, self.axes = _partial_product, np.add, (x.ndim - 1, 0)
+            self.name, self.update_axis = "dot(b)", None
+        else:
+            raise ValueError(f"dot has no algorithm {impl!r} for a {x.ndim}-d first operand")
+        self.impl = impl
+
+    def program_node(self, p: Program, ins: list[int]) -> int:
+        """A ``dot`` node (both algorithms open) unless the algorithm is forced. Its
+        update bytes are exact geometry, so it has no site to learn them by: the plan
+        is then the same on every run of a program, and so are the bits of its sums
+        (a learned cost that flipped the algorithm would change their order)."""
+        if self.forced:
+            return super().program_node(p, ins)
+        return p.dot(ins[0], ins[1], self.dtype.itemsize, None, "dot")
+
+
+def dot2d(x: Array, y: Array, impl: str | None = None) -> Array:
     """``x @ y`` for 1-D and 2-D arrays (NumPy's shapes: a 1-D ``x`` is a row, a 1-D ``y``
-    a column, and those axes are dropped from the result), as one of the two
-    join_update implementations; a 1-D ``x`` has no rows to group, so it takes (b)."""
+    a column, and those axes are dropped from the result), as a :class:`Dot`: the
+    optimizer picks its algorithm unless ``impl`` (``"rows"``/``"inner"``) forces one;
+    a 1-D ``x`` has no rows to group, so it takes ``"inner"``.
+
+    >>> float(dot2d(sp.ones((4, 3)), sp.ones((3, 2)), impl="rows").sum())
+    24.0
+    """
     k, k2 = x.shape[-1], y.shape[0]
     if k != k2:
         raise ValueError(
@@ -78,28 +145,8 @@ def dot2d(x: Array, y: Array) -> Array:
         )
     shape = x.shape[:-1] + y.shape[1:]
     dtype = np.result_type(x.dtype, y.dtype)
-    if x.ndim == 1 or _rows_first(x):
-        expr = JoinUpdate(
-            _partial_product,
-            np.add,
-            [x._expr, y._expr],
-            [x.ndim - 1, 0],
-            shape,
-            dtype,
-            name="dot(b)",
-        )
-    else:
-        expr = JoinUpdate(
-            _rows_times_whole,
-            None,
-            [x._expr, y._expr],
-            [0, -1],
-            shape,
-            dtype,
-            name="dot(a)",
-            update_axis=0,
-        )
-    return Array(expr)
+    rule = "inner" if x.ndim == 1 or _rows_first(x) else "rows"
+    return Array(Dot(x._expr, y._expr, shape, dtype, impl, rule))
 
 
 def dot(a: Any, b: Any, out: Any = None) -> Any:

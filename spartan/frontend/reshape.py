@@ -83,13 +83,10 @@ class Reshape(Expr):
 
     def program_node(self, p: Program, ins: list[int]) -> int:
         x = ins[0]
-        if p[x].is_view:
-            x = p.map(x, name="materialize")
         try:
             return p.reshape(x, self.shape, name=self.label)
-        except ValueError:
-            flat = p.reshape(x, (self.size,), name="ravel")
-            return p.reshape(flat, self.shape, name=self.label)
+        except ValueError:  # a view, or not a merge/split: priced as lowered (one step)
+            return p.reshape(x, self.shape, name=self.label, direct=True)
 
     def lower(self, ctx: Lowering) -> None:
         child = self.children[0]

@@ -12,9 +12,9 @@
 
 ``optimize`` builds the tiling graph from the operators' cost profiles, solves it
 exactly when its width allows (always for programs of the thesis's size) and otherwise
-runs the thesis's greedy search followed by local improvement. ``greedy_plan`` runs the
-thesis's search alone, ``brute_force`` enumerates every combination, and ``plan_for``
-costs tilings chosen elsewhere.
+runs the thesis's greedy search followed by exact solves of all but a rotating cutset
+of arrays. ``greedy_plan`` runs the thesis's search alone, ``brute_force`` enumerates
+every combination, and ``plan_for`` costs tilings chosen elsewhere.
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from spartan.frontend.optimizer.graph import TilingGraph
 from spartan.frontend.optimizer.plan import Plan
 from spartan.frontend.optimizer.profiles import Choice, UpdateHistory
 from spartan.frontend.optimizer.program import Node, Program
-from spartan.frontend.optimizer.search import enumerate_all, exact, greedy, improve
+from spartan.frontend.optimizer.search import (
+    cutset_search,
+    enumerate_all,
+    exact,
+    greedy,
+    improve,
+)
 from spartan.tiling import Tiling
 
 __all__ = [
@@ -60,13 +66,14 @@ def optimize(
     ``dup_budget_bytes`` bounds the extra memory of duplicated arrays (none without it);
     ``history`` holds join_update update bytes measured in earlier runs; candidate
     tilings cut ``pieces`` tiles (default ``nworkers``); ``fixed`` pins user-set tilings.
-    ``method``: ``auto`` (exact when feasible, else greedy + improvement), ``exact``,
-    ``greedy`` (the thesis's search alone) or ``greedy+improve``.
+    ``method``: ``auto`` (exact when feasible, else greedy followed by exact solves of
+    all but a rotating cutset of groups, :func:`~.search.cutset_search`), ``exact``,
+    ``greedy`` (the thesis's search alone), ``greedy+improve`` (local search) or
+    ``greedy+cutset`` (the fallback of ``auto`` alone).
     """
-    if method not in ("auto", "exact", "greedy", "greedy+improve"):
-        raise ValueError(
-            f"unknown method {method!r}; expected auto, exact, greedy or greedy+improve"
-        )
+    methods = ("auto", "exact", "greedy", "greedy+improve", "greedy+cutset")
+    if method not in methods:
+        raise ValueError(f"unknown method {method!r}; expected one of {', '.join(methods)}")
     start = time.perf_counter()
     graph = TilingGraph.build(program, nworkers, dup_budget_bytes, history, pieces, fixed)
     assign = None
@@ -79,9 +86,13 @@ def optimize(
     if assign is None:
         assign = greedy(graph, dup_budget_bytes)
         used = "greedy"
-        if method != "greedy":
+        if method == "greedy+improve":
             assign = improve(graph, assign, dup_budget_bytes)
             used = "greedy+improve"
+        elif method in ("auto", "greedy+cutset"):
+            # too wide to solve whole: solve all but a rotating cutset exactly
+            assign = cutset_search(graph, assign, dup_budget_bytes)
+            used = "greedy+cutset"
     return Plan.from_assignment(graph, assign, used, time.perf_counter() - start)
 
 

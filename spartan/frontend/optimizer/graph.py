@@ -17,8 +17,9 @@ A join stage is its factors over (first joined input, other input) for the reads
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,9 +29,10 @@ from spartan.frontend.optimizer.profiles import (
     UpdateHistory,
     choices,
     dup_memory,
+    pinned_choices,
     profile,
 )
-from spartan.frontend.optimizer.program import Program
+from spartan.frontend.optimizer.program import Node, Program
 from spartan.tiling import Tiling
 
 
@@ -55,6 +57,9 @@ class TilingGraph:
     memory: list[np.ndarray]  # duplication bytes of each choice
     factors: list[Factor]
     degree: list[int]  # adjacent node groups in the expression graph (views included)
+    # per var, each choice's rank by expected run time among equal bytes (0: fastest);
+    # a secondary cost only: the solvers never trade a byte for it (see time_key)
+    tiebreak: list[np.ndarray] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -63,7 +68,7 @@ class TilingGraph:
         nworkers: int,
         dup_budget_bytes: int = 0,
         history: UpdateHistory | None = None,
-        pieces: int | None = None,
+        pieces: int | Callable[[Node], int] | None = None,
         fixed: Mapping[int, Choice | Tiling] | None = None,
     ) -> TilingGraph:
         """The graph of ``program`` on ``nworkers`` workers; candidate tilings cut
@@ -74,7 +79,9 @@ class TilingGraph:
         if dup_budget_bytes < 0:
             raise ValueError(f"dup_budget_bytes must be >= 0, got {dup_budget_bytes}")
         pieces = nworkers if pieces is None else pieces
-        if pieces < 1:
+        # (a callable: each node's own count, as the lowering will cut it)
+        pieces_of = pieces if callable(pieces) else (lambda node, n=pieces: n)
+        if not callable(pieces) and pieces < 1:
             raise ValueError(f"pieces must be >= 1, got {pieces}")
         history = history or UpdateHistory()
         nodes = [n.id for n in program if not n.is_view]
@@ -90,12 +97,12 @@ class TilingGraph:
         for nid in nodes:
             node = program[nid]
             if nid in pinned:
-                chs.append([pinned[nid]])
-                mem.append(np.zeros(1, dtype=np.int64))
+                chs.append(pinned_choices(program, node, pinned[nid]))
+                mem.append(np.zeros(len(chs[-1]), dtype=np.int64))
                 continue
             dup = dup_memory(node, nworkers)
             allow = nworkers > 1 and node.op != "filter" and 0 < dup <= dup_budget_bytes
-            cs = choices(program, node, pieces, allow)
+            cs = choices(program, node, pieces_of(node), allow)
             chs.append(cs)
             held = node.params.get("tiling") if node.op == "source" else None
             # an evaluated array already duplicated costs no new memory to keep
@@ -116,7 +123,8 @@ class TilingGraph:
                 factors.append(f)
         users = program.users()
         degree = [len(set(program[nid].inputs) | set(users[nid])) for nid in nodes]
-        return cls(program, nworkers, nodes, var_of, chs, mem, factors, degree)
+        tiebreak = [time_ranks(cs) for cs in chs]
+        return cls(program, nworkers, nodes, var_of, chs, mem, factors, degree, tiebreak)
 
     @property
     def nvars(self) -> int:
@@ -144,6 +152,55 @@ class TilingGraph:
 
     def dup_bytes(self, assign: list[int] | np.ndarray) -> int:
         return int(sum(self.memory[v][a] for v, a in enumerate(assign)))
+
+    def time_cost(self, assign: list[int] | np.ndarray) -> int:
+        """The secondary cost of ``assign``: the sum of its choices' time ranks."""
+        return int(sum(self.tiebreak[v][a] for v, a in enumerate(assign)))
+
+
+def _tiles(t: Tiling) -> int:
+    return math.prod(t.cuts) if not t.replicated else 1
+
+
+def time_key(choice: Choice, target: int) -> tuple[int, int, int, int]:
+    """What makes a tiling slower at equal bytes, most important first: a duplicated
+    copy (memory on every worker), fewer tiles than ``target`` (the count asked of the
+    candidates; a shape that cannot be cut that finely gives fewer tasks than workers
+    to run them), more cut axes (a tile of a stencil-like read then has neighbours on
+    more sides: 2x2 blocks ran a stencil 1.76x slower than rows moving the same bytes,
+    issue 39), the innermost axis cut (tiles of strided, not contiguous, memory).
+
+    >>> from spartan.tiling import Tiling
+    >>> [time_key(Choice(t), 4) for t in (Tiling.row((8, 8), 4), Tiling.block((8, 8), 4))]
+    [(0, 0, 1, 0), (0, 0, 2, 1)]
+    >>> time_key(Choice(Tiling.column((8, 2), 2)), 4)  # 2 tiles where 4 were asked
+    (0, 2, 1, 1)
+    """
+    t = choice.tiling
+    cuts = tuple(t.cuts)
+    return (
+        int(t.replicated),
+        max(0, target - _tiles(t)),
+        sum(k > 1 for k in cuts),
+        int(bool(cuts) and cuts[-1] > 1),
+    )
+
+
+def time_ranks(chs: list[Choice]) -> np.ndarray:
+    """Each choice's rank by :func:`time_key` (ties: the earlier choice first); the
+    target tile count is the most tiles any candidate has.
+
+    >>> from spartan.tiling import Tiling
+    >>> time_ranks([Choice(Tiling.block((8, 8), 4)), Choice(Tiling.row((8, 8), 4))]).tolist()
+    [1, 0]
+    >>> time_ranks([Choice(Tiling.column((48, 4), 4)), Choice(Tiling.row((48, 4), 48))]).tolist()
+    [1, 0]
+    """
+    target = max((_tiles(c.tiling) for c in chs if not c.tiling.replicated), default=1)
+    order = sorted(range(len(chs)), key=lambda i: (time_key(chs[i], target), i))
+    ranks = np.empty(len(chs), dtype=np.int64)
+    ranks[order] = np.arange(len(chs))
+    return ranks
 
 
 def _factor(owner: int, term: Term, term_vars: list[int], chs: list[list[Choice]]) -> Factor:

@@ -11,12 +11,38 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from spartan.frontend.optimizer.geometry import induced_tiling
 from spartan.frontend.optimizer.graph import TilingGraph
 from spartan.frontend.optimizer.profiles import Choice, UpdateHistory
-from spartan.frontend.optimizer.program import Program
+from spartan.frontend.optimizer.program import Node, Program
 from spartan.tiling import Tiling
+
+#: a node's measured bytes are flagged when they differ from the prediction by more
+#: than this fraction of it...
+MISMATCH_RELATIVE = 0.10
+#: ...and by more than this many bytes: a scalar's 8 or 16 bytes (a partial sum sent to
+#: the driver's worker) are noise against any array worth distributing, not a model error
+MISMATCH_FLOOR_BYTES = 1024
+
+
+class Mismatch(NamedTuple):
+    """A node whose measured bytes differ from the predicted ones (see :meth:`Plan.mismatches`)."""
+
+    node: Node
+    predicted: int
+    measured: int
+
+
+def differs(predicted: int, measured: int) -> bool:
+    """Whether ``measured`` is off ``predicted`` by more than :data:`MISMATCH_RELATIVE`
+    of it and more than :data:`MISMATCH_FLOOR_BYTES`.
+
+    >>> differs(10_000, 10_900), differs(10_000, 11_100), differs(0, 16), differs(0, 2048)
+    (False, True, False, True)
+    """
+    return abs(measured - predicted) > max(MISMATCH_RELATIVE * predicted, MISMATCH_FLOOR_BYTES)
 
 
 @dataclass
@@ -93,9 +119,20 @@ class Plan:
         for site, (estimate, measured) in taught.items():
             history.record(site, estimate, measured)
 
+    def mismatches(self) -> list[Mismatch]:
+        """The measured nodes whose bytes differ from the prediction by more than 10%
+        (and more than 1 KiB: :func:`differs`), in node order; empty before a run."""
+        return [
+            Mismatch(node, self.predicted[node.id], self.measured[node.id])
+            for node in self.program
+            if node.id in self.measured and differs(self.predicted[node.id], self.measured[node.id])
+        ]
+
     def explain(self) -> str:
-        """A table: node, operator, shape, chosen tiling, predicted (and measured) bytes."""
-        rows = [("node", "op", "shape", "tiling", "predicted B", "measured B")]
+        """A table: node, operator, shape, chosen tiling, predicted (and measured) bytes;
+        a measured node off its prediction (:meth:`mismatches`) is marked ``!``."""
+        rows = [("node", "op", "shape", "tiling", "predicted B", "measured B", "")]
+        off = {m.node.id for m in self.mismatches()}
         for node in self.program:
             meas = self.measured.get(node.id)
             rows.append(
@@ -106,6 +143,7 @@ class Plan:
                     str(self.choice.get(node.id, self.tiling[node.id])),
                     f"{self.predicted[node.id]:,}",
                     "" if meas is None else f"{meas:,}",
+                    "!" if node.id in off else "",
                 )
             )
         measured_total = sum(self.measured.values()) if self.measured else None
@@ -117,6 +155,7 @@ class Plan:
                 f"dup {self.dup_bytes:,} B",
                 f"{self.total:,}",
                 "" if measured_total is None else f"{measured_total:,}",
+                "",
             )
         )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -128,6 +167,12 @@ class Plan:
             ]
             lines.append("  ".join(cells).rstrip())
             if k == 0 or k == len(rows) - 2:
-                lines.append("  ".join("-" * w for w in widths))
+                lines.append("  ".join("-" * w for w in widths).rstrip())
         head = f"tiling plan: {self.nworkers} workers, {self.method}, {self.seconds * 1e3:.1f} ms"
+        if off:
+            n = len(off)
+            lines.append(
+                f"! {n} node{'s' * (n != 1)} differ{'s' * (n == 1)} from the prediction by "
+                f"more than {MISMATCH_RELATIVE:.0%} (and {MISMATCH_FLOOR_BYTES:,} B)"
+            )
         return "\n".join([head, *lines])

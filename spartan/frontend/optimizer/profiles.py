@@ -129,9 +129,21 @@ def choices(program: Program, node: Node, pieces: int, allow_dup: bool) -> list[
     if allow_dup:
         tilings.append(Tiling.duplicated(node.shape))
     if node.op == "dot":
-        impls = DOT_IMPLS if len(program[node.inputs[0]].shape) == 2 else ("inner",)
-        return [Choice(t, impl) for impl in impls for t in tilings]
+        return [Choice(t, impl) for impl in dot_impls(program, node) for t in tilings]
     return [Choice(t) for t in tilings]
+
+
+def dot_impls(program: Program, node: Node) -> tuple[str, ...]:
+    """The algorithms of a dot node: a 1-D first operand has no rows to group."""
+    return DOT_IMPLS if len(program[node.inputs[0]].shape) == 2 else ("inner",)
+
+
+def pinned_choices(program: Program, node: Node, pinned: Choice) -> list[Choice]:
+    """The choices of a node whose tiling is fixed (``tiling=``, a small array kept
+    whole): that one, but a dot's algorithm stays open unless the choice names it."""
+    if node.op == "dot" and pinned.impl is None:
+        return [Choice(pinned.tiling, impl) for impl in dot_impls(program, node)]
+    return [pinned]
 
 
 def dup_memory(node: Node, nworkers: int) -> int:
@@ -160,11 +172,13 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
         return [Term((me,), lambda c: _retile(node.shape, node.itemsize, fixed, c.tiling, P))]
     xs = [_Input.of(program, i) for i in node.inputs]
     if op == "map":
+        # an array read twice (``x * x``) is one leaf of the task, fetched once
+        once = [_Input.of(program, i) for i in dict.fromkeys(node.inputs)]
         return [
             Term(
                 (x.root, me), lambda r, c, x=x: _map_read(x.key, r.tiling, node.shape, c.tiling, P)
             )
-            for x in xs
+            for x in once
         ]
     if op == "fold":
         (x,) = xs
@@ -191,6 +205,14 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
                 (x.root, mask.root),
                 lambda r, m: _filter_read(x.key, r.tiling, mask.key, m.tiling, P),
             ),
+        ]
+    if op == "reshape" and node.params.get("direct"):
+        (x,) = xs
+        return [
+            Term(
+                (x.root, me),
+                lambda r, c: _reshape_direct(x.key, r.tiling, node.shape, c.tiling, P),
+            )
         ]
     if op == "reshape":
         (x,) = xs
@@ -295,7 +317,9 @@ def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
     def tasks(rx: Choice, c: Choice) -> JoinTasks:
         return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
 
-    def update(rx: Choice, c: Choice) -> int:
+    def update(rx: Choice, ry: Choice, c: Choice) -> int:
+        if c.tiling.replicated and rx.tiling.replicated and ry.tiling.replicated:
+            return 0  # every worker makes its own copy from its own (join_update)
         update_axis = 0 if c.impl == "rows" else None
         return _join_update(node.shape, node.itemsize, c.tiling, update_axis, tasks(rx, c), P)
 
@@ -305,7 +329,7 @@ def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
             (x.root, y.root, me),
             lambda rx, ry, c: _join_read(y.key, ry.tiling, axes(c)[1], tasks(rx, c), P),
         ),
-        Term((x.root, me), update, update=True),
+        Term((x.root, y.root, me), update, update=True),
     ]
 
 
@@ -549,6 +573,56 @@ def _reshape(
     return int(shared[in_w[:, None] != out_w[None, :]].sum()) * itemsize
 
 
+#: elements a direct reshape's cost is counted on: all of them up to this many, else
+#: this many evenly spaced C-order positions (scaled to the size)
+RESHAPE_SAMPLE = 1 << 15
+
+
+@lru_cache(maxsize=65536)
+def _reshape_direct(key: InputKey, root_t: Tiling, out_shape: Shape, out_t: Tiling, P: int) -> int:
+    """A reshape as the frontend lowers it: each output tile reads its C-order runs of
+    the input (a view: through it, from the root's tiles). The bytes are the elements
+    whose output tile's worker differs from their root tile's worker."""
+    root_shape, itemsize, vm, in_shape = key
+    if root_t.replicated:
+        return 0
+    n = math.prod(out_shape)
+    if n == 0:
+        return 0
+    if n > RESHAPE_SAMPLE:
+        pos = np.linspace(0, n - 1, RESHAPE_SAMPLE).astype(np.int64)
+    else:
+        pos = np.arange(n, dtype=np.int64)
+    coords = np.unravel_index(pos, in_shape) if in_shape else ()
+    if vm is not None:  # view coordinates -> root coordinates
+        root = [np.zeros(len(pos), dtype=np.int64) for _ in root_shape]
+        for c, a in zip(coords, vm.axes):
+            if a.base is not None:
+                root[a.base] = a.start + a.step * c
+        for ax, idx in vm.fixed:
+            root[ax] = np.full(len(pos), idx, dtype=np.int64)
+        coords = tuple(root)
+    src = _owners(root_shape, root_t, coords, P)
+    if out_t.replicated:  # every worker reads every element it does not hold
+        moved = len(pos) * (P - 1)
+    else:
+        out_coords = np.unravel_index(pos, out_shape) if out_shape else ()
+        moved = int(np.count_nonzero(_owners(out_shape, out_t, out_coords, P) != src))
+    return round(moved * n / len(pos)) * itemsize
+
+
+def _owners(shape: Shape, t: Tiling, coords: tuple[np.ndarray, ...], P: int) -> np.ndarray:
+    """The worker holding each element ``coords`` of an array of ``shape`` tiled ``t``."""
+    boxes, workers = layout(shape, t, P)
+    if not shape:
+        return np.full(1, workers[0], dtype=np.int64)
+    lin = np.zeros(len(coords[0]), dtype=np.int64)
+    for axis, cut in enumerate(t.cuts):
+        starts = np.unique(boxes[:, axis, 0])
+        lin = lin * cut + np.searchsorted(starts, coords[axis], side="right") - 1
+    return workers[lin]
+
+
 def _below(boxes: np.ndarray, dims: list[int], x: np.ndarray) -> np.ndarray:
     """``(A, B)``: elements of box ``a`` (in an array of ``dims``) whose C-order position
     is below ``x[b]``, digit by digit."""
@@ -582,6 +656,7 @@ def clear_cost_caches() -> None:
         _join_read,
         _join_update,
         _reshape,
+        _reshape_direct,
         _slabs,
         _map_reads,
         _join_reads,

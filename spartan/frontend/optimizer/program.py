@@ -317,19 +317,25 @@ class Program:
         perm[a1], perm[a2] = perm[a2], perm[a1]
         return self.transpose(x, perm, name)
 
-    def reshape(self, x: int, shape: Sequence[int], name: str = "") -> int:
+    def reshape(self, x: int, shape: Sequence[int], name: str = "", direct: bool = False) -> int:
         """A new array with ``x``'s elements in C order; only merges or splits of
-        consecutive axes (a general reshape is a flatten followed by a split)."""
+        consecutive axes (a general reshape is a flatten followed by a split).
+
+        ``direct``: any reshape, of an array or a view, as the frontend lowers it -- each
+        output tile reads its C-order runs of ``x`` (through the view) in one step; its
+        cost is counted element by element (sampled for big arrays)."""
         n = self._input(x)
-        if n.is_view:
+        if n.is_view and not direct:
             raise ValueError(
                 "reshape reads its input in C order; materialize a view with map() first"
             )
         shape = _shape(shape)
         if math.prod(shape) != n.size:
             raise ValueError(f"cannot reshape array of size {n.size} into shape {shape}")
-        axis_groups(n.shape, shape)
-        return self._add("reshape", shape, n.itemsize, [n.id], name)
+        if not direct:
+            axis_groups(n.shape, shape)
+            return self._add("reshape", shape, n.itemsize, [n.id], name)
+        return self._add("reshape", shape, n.itemsize, [n.id], name, direct=True)
 
     def concatenate(self, inputs: Sequence[int], axis: int = 0, name: str = "") -> int:
         nodes = [self._input(i) for i in inputs]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from spartan.frontend.optimizer.program import Program
 from spartan.tiling import Tiling
@@ -31,6 +32,19 @@ OPERATOR_KINDS = (
     "reshape",
     "concatenate",
 )
+#: The operators of a dense program: 2-D ones, maps likeliest (weights by repetition).
+DENSE_KINDS = (
+    "map",
+    "map",
+    "map",
+    "dot",
+    "transpose",
+    "join_update",
+    "concatenate",
+    "scan",
+    "fold",
+    "slice",
+)
 
 
 def random_program(
@@ -39,23 +53,39 @@ def random_program(
     nworkers: int = 8,
     dims: Sequence[int] = THESIS_DIMS,
     evaluated: float = 0.2,
+    dense: bool = False,
 ) -> Program:
     """A program of exactly ``noperators`` non-source nodes.
 
     Sources are fresh arrays, or (probability ``evaluated``) arrays already evaluated in
     a random tiling for ``nworkers`` workers. Inputs prefer recent arrays, so programs
     form chains with some reuse, like real code.
+
+    ``dense``: every input is drawn from all earlier arrays alike, operands of a matching
+    shape are mostly existing arrays, maps read two or three of them, and the operators
+    are mostly 2-D ones: a program of a hundred operators or more then has a tiling graph
+    too wide for the exact solver's default table limit (issue 39, item 5).
+
+    >>> p = random_program(random.Random(0), noperators=120, nworkers=8, dense=True)
+    >>> p.noperators
+    120
     """
     if noperators < 1:
         raise ValueError(f"noperators must be >= 1, got {noperators}")
-    return _Builder(rng, nworkers, tuple(dims), evaluated).build(noperators)
+    return _Builder(rng, nworkers, tuple(dims), evaluated, dense).build(noperators)
 
 
 class _Builder:
     def __init__(
-        self, rng: random.Random, nworkers: int, dims: tuple[int, ...], evaluated: float
+        self,
+        rng: random.Random,
+        nworkers: int,
+        dims: tuple[int, ...],
+        evaluated: float,
+        dense: bool = False,
     ) -> None:
         self.rng = rng
+        self.dense = dense
         self.nworkers = nworkers
         self.dims = dims
         self.evaluated = evaluated
@@ -68,8 +98,8 @@ class _Builder:
         self.target = noperators
         self._source((self._dim(), self._dim()))
         while self.p.noperators < noperators:
-            kinds = list(OPERATOR_KINDS)
-            if not self._room(2):
+            kinds = list(DENSE_KINDS if self.dense else OPERATOR_KINDS)
+            if not self._room(2) and "filter" in kinds:
                 kinds.remove("filter")  # needs a mask op too
             made = False
             while not made:  # a maker declines when its inputs do not fit; draw again
@@ -86,7 +116,9 @@ class _Builder:
 
     def _pick(self, materialized: bool = False) -> int:
         """A random array of any rank (a non-view one if ``materialized``)."""
-        x = self._pick_or_none(None, materialized)
+        # a dense program reads its 2-D arrays again and again
+        x = self._pick_or_none(2, materialized) if self.dense else None
+        x = self._pick_or_none(None, materialized) if x is None else x
         # the program starts with a 2-D source, which is neither a view nor 0-d
         assert x is not None, "the first source always qualifies"
         return x
@@ -102,6 +134,8 @@ class _Builder:
         ]
         if not nodes:
             return None
+        if self.dense:
+            return self.rng.choice(nodes)
         # recent arrays are likelier inputs: weight by position
         return self.rng.choices(nodes, weights=range(1, len(nodes) + 1))[0]
 
@@ -117,9 +151,10 @@ class _Builder:
         same = [n.id for n in self.p if n.shape == shape]
         flipped = [n.id for n in self.p if len(shape) == 2 and n.shape == shape[::-1]]
         r = self.rng.random()
-        if same and r < 0.4:
+        reuse, flip = (0.85, 0.95) if self.dense else (0.4, 0.7)
+        if same and r < reuse:
             return self.rng.choice(same)
-        if flipped and r < 0.7 and self._room(2):
+        if flipped and r < flip and self._room(2):
             return self.p.transpose(self.rng.choice(flipped))
         return self._source(shape)
 
@@ -132,6 +167,8 @@ class _Builder:
             self.p.map(x)
         elif r < 0.35 and len(shape) == 2:
             self.p.map(x, self._like((shape[1],)))  # broadcast a row vector
+        elif self.dense:
+            self.p.map(x, *(self._like(shape) for _ in range(self.rng.randint(2, 3))))
         else:
             self.p.map(x, self._like(shape))
         return True
@@ -220,3 +257,148 @@ class _Builder:
         axis = self.rng.randrange(len(shape))
         self.p.concatenate([x, self._like(shape)], axis)
         return True
+
+
+# ---- budgets, and the exact solver judged against enumeration under them --------------
+#: The kinds of duplication budget :func:`random_budget` draws.
+BUDGET_KINDS = ("zero", "small", "between", "sum", "unlimited")
+
+
+def random_budget(rng: random.Random, program: Program, nworkers: int) -> tuple[str, int]:
+    """A duplication budget for ``program`` and its kind: ``zero``; ``small`` (below the
+    smallest array's duplicate, so nothing fits); ``between`` (strictly between two
+    arrays' duplicates: the smaller fits, the larger not); ``sum`` (the duplicates of one
+    to three arrays, exactly, one byte short or with some room: which arrays to
+    duplicate together matters, issue 39 item 1); ``unlimited`` (every array fits).
+
+    >>> from spartan.frontend.optimizer.program import Program
+    >>> p = Program(); a = p.source((4, 4)); b = p.map(a)
+    >>> random_budget(random.Random(1), p, 4)  # a's duplicate takes 4*4*8*3 = 384 B
+    ('small', 292)
+    """
+    dups = sorted({n.nbytes * (nworkers - 1) for n in program if not n.is_view})
+    kind = rng.choice(BUDGET_KINDS)
+    if kind == "zero" or not dups:
+        return "zero", 0
+    if kind == "small":
+        return kind, rng.randrange(1, max(2, dups[0]))
+    if kind == "between":
+        gaps = [(lo, hi) for lo, hi in zip(dups, dups[1:]) if hi - lo > 1]
+        if not gaps:
+            return "unlimited", sum(dups) * len(program)
+        lo, hi = rng.choice(gaps)
+        return kind, rng.randrange(lo, hi)
+    if kind == "sum":
+        picked = sum(rng.sample(dups, rng.randint(1, min(3, len(dups)))))
+        return kind, max(0, picked + rng.choice([0, 0, -1, rng.randrange(dups[0] + 1)]))
+    return kind, sum(dups) * len(program)
+
+
+def judge_exact(
+    programs: int = 1000,
+    seed: int = 0,
+    workers: tuple[int, int] = (2, 16),
+    operators: tuple[int, int] = (2, 9),
+    max_combinations: int = 1 << 16,
+) -> dict[str, Any]:
+    """Random programs (``operators`` and ``workers`` drawn in the closed ranges) with
+    random budgets (:func:`random_budget`): the exact solver's bytes against plain
+    enumeration on every program of at most ``max_combinations`` combinations.
+
+    Returns counts (``programs``, ``enumerated``, per budget kind ``kinds`` as
+    ``{kind: [programs, enumerated]}``) and ``mismatches``: one ``(seed, workers,
+    operators, budget, exact bytes, enumerated bytes)`` per disagreement or overspent
+    budget (empty when the solver is right). Program ``i`` is
+    ``random_program(random.Random(seed + i), ...)`` with its budget drawn from
+    ``random.Random(-(seed + i) - 1)``: every case can be rebuilt alone.
+
+    >>> judge_exact(programs=3, seed=5)["mismatches"]
+    []
+    """
+    # imported here: the generator itself does not depend on the solvers
+    import math
+
+    from spartan.frontend.optimizer.graph import TilingGraph
+    from spartan.frontend.optimizer.search import enumerate_all, exact
+
+    kinds = {k: [0, 0] for k in BUDGET_KINDS}
+    mismatches = []
+    enumerated = 0
+    for i in range(programs):
+        rng = random.Random(seed + i)
+        nworkers = rng.randint(*workers)
+        nops = rng.randint(*operators)
+        program = random_program(rng, nops, nworkers)
+        kind, budget = random_budget(random.Random(-(seed + i) - 1), program, nworkers)
+        kinds[kind][0] += 1
+        graph = TilingGraph.build(program, nworkers, budget)
+        if math.prod(len(c) for c in graph.choices) > max_combinations:
+            continue
+        enumerated += 1
+        kinds[kind][1] += 1
+        got = exact(graph, budget)
+        truth = enumerate_all(graph, budget)
+        want = None if truth is None else graph.cost(truth)
+        cost = None if got is None else graph.cost(got)
+        if got is None or cost != want or graph.dup_bytes(got) > budget:
+            mismatches.append((seed + i, nworkers, nops, budget, cost, want))
+    return {
+        "programs": programs,
+        "enumerated": enumerated,
+        "kinds": kinds,
+        "mismatches": mismatches,
+    }
+
+
+def judge_dense(
+    programs: int = 12,
+    noperators: int = 120,
+    nworkers: int = 8,
+    seed: int = 0,
+    truth_limit: int = 1 << 25,
+) -> list[dict[str, Any]]:
+    """Dense programs (``random_program(random.Random(seed + i), noperators, nworkers,
+    dims=(262144,), dense=True)``) planned by ``optimize``: one row per program with the
+    ``method`` it took, ``seconds`` (graph build included), ``bytes`` and ``ratio`` to
+    the optimum, which comes from the exact solver with tables of up to
+    ``truth_limit`` entries (``None`` where even that is too narrow; those are slow:
+    seconds to minutes each at 2**24-2**26).
+
+    >>> [r["ratio"] for r in judge_dense(programs=1, noperators=20)]
+    [1.0]
+    """
+    import time
+
+    from spartan.frontend.optimizer import optimize
+    from spartan.frontend.optimizer.graph import TilingGraph
+    from spartan.frontend.optimizer.search import exact
+
+    rows = []
+    for i in range(programs):
+        p = random_program(
+            random.Random(seed + i), noperators, nworkers, dims=(262144,), dense=True
+        )
+        start = time.perf_counter()
+        plan = optimize(p, nworkers)
+        seconds = time.perf_counter() - start
+        best = None
+        if plan.method == "exact":
+            best = plan.total
+        else:
+            g = TilingGraph.build(p, nworkers)
+            got = exact(g, 0, limit=truth_limit)
+            best = None if got is None else g.cost(got)
+        ratio = None
+        if best is not None:
+            ratio = plan.total / best if best else (1.0 if plan.total == 0 else float("inf"))
+        rows.append(
+            {
+                "seed": seed + i,
+                "method": plan.method,
+                "seconds": seconds,
+                "bytes": plan.total,
+                "best": best,
+                "ratio": ratio,
+            }
+        )
+    return rows
