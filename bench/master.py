@@ -3,6 +3,8 @@
     python bench/master.py --quick            # in-process 2..128 workers, Ray 2 and 8
     python bench/master.py                    # in-process 2..512 workers, Ray 2, 8, 16
     python bench/master.py --save             # bench/results/master.md
+    python bench/master.py --json out.json    # rows as JSON too, for a later --before
+    python bench/master.py --before old.json  # before/after columns (same workers)
 
 One spartan driver plans and dispatches every tile, so its time per evaluation is what
 stops it keeping up with many workers. For each workload (a k-means step, a logistic-
@@ -12,20 +14,25 @@ negligible), it times the driver's phases of one evaluation, median of ``--repea
 
 * ``plan``: choosing the tilings (``spartan.frontend.planning.choose``);
 * ``lower``: building the per-tile tasks (the lowering, less the plan and the flushes;
-  on in-process workers a task runs as it is submitted, so this includes the tiny tasks);
+  on in-process workers a task runs as it is submitted, so this includes the tiny tasks,
+  shown apart as ``in-process tasks``);
 * ``dispatch``: sending them (``Backend.flush``);
-* ``wait``: the final wait, with its bookkeeping (``Backend.wait``; on in-process
-  workers it also runs the tasks, which are tiny here);
+* ``wait``: the final wait, with its bookkeeping (``Backend.wait``);
 
 and reports the tasks per evaluation, the driver's microseconds per task, the lineage log's
-size on Ray (records kept), and the exponent of a power-law fit of driver time against
-tiles per workload (1.0: linear). The phases are timed by wrapping those functions in this
-process; nothing in spartan changes.
+size on Ray (records kept), and the exponent of a power-law fit against tiles per workload
+(1.0: linear) of the driver's time and of its *own* time (plan + lower + dispatch, less
+the in-process tasks: what one master does whatever the workers). The phases are
+spartan's own counter, ``spartan.stats()["driver_seconds"]``; with a spartan that
+predates it (a ``--before`` run in an older checkout) they are timed by wrapping those
+functions in this process. The in-process tasks are timed by wrapping the in-process
+backend's dispatch (``LocalBackend._dispatch``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -82,14 +89,41 @@ PHASES = Phases()
 
 def instrument(backend: Any) -> None:
     """Time the planning and lowering of this process's evaluations (once), and
-    ``backend``'s flush and wait, into :data:`PHASES`."""
+    ``backend``'s flush and wait, into :data:`PHASES` (a spartan without
+    ``driver_seconds`` in its stats), and the in-process workers' tasks into
+    :data:`TASKS`."""
     from spartan.frontend import evaluate, planning
 
+    if backend.name == "local" and not getattr(type(backend)._dispatch, "timed_phase", False):
+        type(backend)._dispatch = TASKS.timed("tasks", type(backend)._dispatch)
+    if has_counter():
+        return
     if not getattr(planning.choose, "timed_phase", False):
         planning.choose = PHASES.timed("plan", planning.choose)
         evaluate._lower = PHASES.timed("lower", evaluate._lower)
     backend.flush = PHASES.timed("dispatch", backend.flush)
     backend.wait = PHASES.timed("wait", backend.wait)
+
+
+#: the in-process workers' time running tasks (inside the driver's lowering)
+TASKS = Phases()
+TASKS.seconds = {"tasks": 0.0}
+
+
+def has_counter() -> bool:
+    """Whether this spartan counts the driver's time per phase itself."""
+    from spartan.backend import base
+
+    return hasattr(base, "driver_time")
+
+
+def driver_phases() -> dict[str, float]:
+    """The driver's seconds per phase since the last reset."""
+    import spartan
+
+    if has_counter():
+        return dict(spartan.stats()["driver_seconds"])
+    return dict(PHASES.seconds)
 
 
 def workloads(n: int, d: int) -> dict[str, tuple[Callable[..., Any], Callable[[], tuple]]]:
@@ -147,11 +181,13 @@ def measure(backend_kind: str, workers: int, repeats: int) -> list[dict[str, Any
         for _ in range(repeats + 1):  # the first warms up
             spartan.reset_stats()
             phases.reset()
+            TASKS.reset()
             t0 = time.perf_counter()
             out = program(spartan, *arrays)
             spartan.evaluate(out)
             total = time.perf_counter() - t0
-            runs.append((total, dict(phases.seconds), spartan.stats()["tasks"]))
+            seconds = {**driver_phases(), **TASKS.seconds}
+            runs.append((total, seconds, spartan.stats()["tasks"]))
         got = numpy.asarray(out)
         if not numpy.allclose(got, numpy.asarray(program(numpy, *inputs))):
             raise AssertionError(f"{name}: spartan's result differs from NumPy's")
@@ -164,8 +200,11 @@ def measure(backend_kind: str, workers: int, repeats: int) -> list[dict[str, Any
                 "workload": name,
                 "tiles": workers * TILES_PER_WORKER,
                 "total": statistics.median(r[0] for r in runs),
-                **{p: statistics.median(r[1][p] for r in runs) for p in phases.seconds},
-                "tasks": statistics.median(r[2] for r in runs),
+                **{p: statistics.median(r[1][p] for r in runs) for p in [*phases.seconds, "tasks"]},
+                "own": statistics.median(
+                    r[1]["plan"] + r[1]["lower"] + r[1]["dispatch"] - r[1]["tasks"] for r in runs
+                ),
+                "ntasks": statistics.median(r[2] for r in runs),
                 "lineage": None if lineage is None else len(lineage),
             }
         )
@@ -173,14 +212,14 @@ def measure(backend_kind: str, workers: int, repeats: int) -> list[dict[str, Any
     return rows
 
 
-def growth(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-    """Per (backend, workload): the exponent b of driver time ~ tiles**b (least squares
-    on logs; 1.0 is linear)."""
+def growth(rows: list[dict[str, Any]], field: str = "total") -> dict[tuple[str, str], float]:
+    """Per (backend, workload): the exponent b of ``field`` (driver time) ~ tiles**b
+    (least squares on logs; 1.0 is linear)."""
     out = {}
     keys = {(r["backend"], r["workload"]) for r in rows}
     for key in sorted(keys):
         pts = [
-            (math.log(r["tiles"]), math.log(r["total"]))
+            (math.log(r["tiles"]), math.log(max(r[field], 1e-7)))
             for r in rows
             if key == (r["backend"], r["workload"])
         ]
@@ -198,22 +237,37 @@ def table(columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(columns), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def report(rows: list[dict[str, Any]]) -> str:
+def report(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = None) -> str:
+    """The table by backend, workers and workload, then the fitted growth; with
+    ``before`` (rows of an earlier run), its driver and own times next to these."""
     ms = lambda s: f"{1e3 * s:.1f}"  # noqa: E731
-    body = [
-        [r["backend"], str(r["workers"]), str(r["tiles"]), r["workload"], ms(r["total"]),
-         ms(r["plan"]), ms(r["lower"]), ms(r["dispatch"]), ms(r["wait"]), f"{r['tasks']:.0f}",
-         f"{1e6 * r['total'] / max(r['tasks'], 1):.0f}",
-         "-" if r["lineage"] is None else str(r["lineage"])]
-        for r in rows
-    ]  # fmt: skip
-    columns = ["backend", "workers", "tiles", "workload", "driver ms", "plan ms", "lower ms",
-               "dispatch ms", "wait ms", "tasks", "µs / task", "lineage records"]  # fmt: skip
-    fits = growth(rows)
-    fit_rows = [[b, w, f"{e:.2f}"] for (b, w), e in fits.items()]
+    old = {(r["backend"], r["workers"], r["workload"]): r for r in before or ()}
+    body = []
+    for r in rows:
+        b = old.get((r["backend"], r["workers"], r["workload"]))
+        was = [ms(b["total"]), ms(b["own"])] if b else ["-", "-"]
+        body.append(
+            [r["backend"], str(r["workers"]), str(r["tiles"]), r["workload"],
+             *(was if before is not None else []), ms(r["total"]), ms(r["own"]),
+             ms(r["plan"]), ms(r["lower"]), ms(r["tasks"]), ms(r["dispatch"]), ms(r["wait"]),
+             f"{r['ntasks']:.0f}", f"{1e6 * r['own'] / max(r['ntasks'], 1):.0f}",
+             "-" if r["lineage"] is None else str(r["lineage"])]
+        )  # fmt: skip
+    columns = ["backend", "workers", "tiles", "workload",
+               *(["before: driver ms", "before: own ms"] if before is not None else []),
+               "driver ms", "own ms", "plan ms", "lower ms", "in-process tasks ms",
+               "dispatch ms", "wait ms", "tasks", "own µs / task", "lineage records"]  # fmt: skip
+    fits = [growth(rows, "total"), growth(rows, "own")]
+    fit_columns = ["backend", "workload", "b (driver)", "b (own)"]
+    if before is not None:
+        fits += [growth(before, "total"), growth(before, "own")]
+        fit_columns += ["before: b (driver)", "before: b (own)"]
+    fit_rows = [
+        [b, w, *(f"{f[(b, w)]:.2f}" if (b, w) in f else "-" for f in fits)] for (b, w) in fits[0]
+    ]
     return "\n".join(
-        [table(columns, body), "", "Driver time ~ tiles^b, least squares on logs:", "",
-         table(["backend", "workload", "b"], fit_rows)]
+        [table(columns, body), "", "Time ~ tiles^b, least squares on logs:", "",
+         table(fit_columns, fit_rows)]
     )  # fmt: skip
 
 
@@ -222,27 +276,47 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--local", type=int, nargs="+", help="in-process worker counts")
+    p.add_argument("--local", type=int, nargs="*", help="in-process worker counts (none: skip)")
     p.add_argument("--ray", type=int, nargs="*", help="Ray worker counts (none: skip Ray)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--save", action="store_true", help="write bench/results/master.md")
+    p.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    p.add_argument(
+        "--before", type=Path, nargs="+", help="rows of an earlier run (--json) to compare"
+    )
+    p.add_argument(
+        "--rows", type=Path, nargs="+", help="report these runs' rows (--json), measure none"
+    )
     args = p.parse_args(argv)
-    local = args.local or ([2, 8, 32, 128] if args.quick else [2, 8, 32, 128, 512])
+    local = args.local
+    if local is None:
+        local = [2, 8, 32, 128] if args.quick else [2, 8, 32, 128, 512]
     on_ray = args.ray if args.ray is not None else ([2, 8] if args.quick else [2, 8, 16])
-    rows = []
-    for kind, counts in (("local", local), ("ray", on_ray)):
+    rows = [r for path in args.rows or () for r in json.loads(path.read_text(encoding="utf-8"))]
+    for kind, counts in (("local", local), ("ray", on_ray)) if not args.rows else ():
         for w in counts:
             rows += measure(kind, w, args.repeats)
             print(f"{kind} {w} workers: done", flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    before = None
+    if args.before:
+        before = [r for p in args.before for r in json.loads(p.read_text(encoding="utf-8"))]
     command = "python bench/master.py " + " ".join(sys.argv[1:] if argv is None else argv)
     notes = (
         f"{TILES_PER_WORKER} tiles per worker of {ROWS_PER_TILE} rows (x 8 columns): the "
         "workers' compute is negligible, so this is the driver's cost. Each result checked "
-        "against NumPy.\n"
+        "against NumPy. *own*: plan + lower + dispatch less the in-process tasks (what the "
+        "master itself does); *driver*: the whole evaluation's wall time.\n"
     )
     header = run_header(command, f"median of {args.repeats} evaluations after a warm-up")
     write_report(
-        "master", "The master's time per evaluation", header, report(rows), notes, args.save
+        "master",
+        "The master's time per evaluation",
+        header,
+        report(rows, before),
+        notes,
+        args.save,
     )
     return 0
 

@@ -308,23 +308,41 @@ class Fold(Expr):
             key = (self.uid, "partial", w, q)
             ctx.backend.submit(w, _GroupPartial(parts, len(leaves), self.combine), inputs, [key])
             partials.setdefault(q, []).append((w, key))
-        # 2. combine on the owners of the output tiles
+        # 2. combine on the owners of the output tiles. The copies of a replicated
+        #    output (placements: the same tile on every worker, one after another) read
+        #    the same regions in the same order: worked out once, not once per worker,
+        #    so the lowering stays linear in tiles whatever the worker count
+        made: tuple[tuple[int, ...], list[Region], _CombineTask] | None = None
         for oidx, obox, w in tiles.placements():
-            regions, layout = [], []
-            for q, inter in kept_grid.overlapping(obox):
-                qlo = [lo for lo, _ in kept_grid.box(q)]
-                src = tuple(slice(lo - p, hi - p) for (lo, hi), p in zip(inter, qlo))
-                whole = tuple(slice(None) for _ in inter)
-                for owner, key in partials[q]:
-                    piece = Piece(owner, key, src, whole)
-                    regions.append(Region(box_shape(inter), self.partial_dtype, (piece,)))
-                dst = tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(inter, obox))
-                layout.append((dst, len(partials[q])))
-            task = _CombineTask(self.combine, self.final, self.dtype, box_shape(obox), layout)
+            if made is None or made[0] != oidx:
+                made = (oidx, *self._combine_inputs(kept_grid, partials, obox))
+            _, regions, task = made
             ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
         ctx.backend.delete([key for ks in partials.values() for _, key in ks])
         fetched.release()
         self.data = tiles
+
+    def _combine_inputs(
+        self,
+        kept_grid: Grid,
+        partials: dict[tuple[int, ...], list[tuple[int, tuple]]],
+        obox: Box,
+    ) -> tuple[list[Region], _CombineTask]:
+        """The partials output box ``obox`` combines (the parts of the kept tiles it
+        overlaps, from every worker that made one, in tile order) and its task."""
+        regions, layout = [], []
+        for q, inter in kept_grid.overlapping(obox):
+            qlo = [lo for lo, _ in kept_grid.box(q)]
+            src = tuple(slice(lo - p, hi - p) for (lo, hi), p in zip(inter, qlo))
+            whole = tuple(slice(None) for _ in inter)
+            shape = box_shape(inter)
+            for owner, key in partials[q]:
+                piece = Piece(owner, key, src, whole)
+                regions.append(Region(shape, self.partial_dtype, (piece,)))
+            dst = tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(inter, obox))
+            layout.append((dst, len(partials[q])))
+        task = _CombineTask(self.combine, self.final, self.dtype, box_shape(obox), layout)
+        return regions, task
 
     def _tile_task(  # noqa: ANN001
         self, kernel: Kernel | None, leaves, box: Box, final: bool
