@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from spartan.dnn.execute_tiling import random_values, serial_step
 from spartan.dnn.zoo import op_coverage
@@ -50,3 +51,15 @@ def test_every_op_graph_in_swap_executor():
     np.testing.assert_allclose(got.outputs[0]["loss:out"], ref["loss:out"], rtol=1e-5)
     for name in state:
         np.testing.assert_allclose(got.state[name], ref[name], rtol=1e-5, atol=1e-6)
+
+
+def test_adam_without_a_step_is_refused_not_bias_corrected_as_the_first():
+    """The swap and placement executors keep no step counter: an Adam update there
+    would correct every step as step 1, so the kernel refuses it by name."""
+    from spartan.dnn.kernels import run_kernel
+
+    p, g = np.ones(3), np.full(3, 0.5)
+    with pytest.raises(ValueError, match="step"):
+        run_kernel(np, "adam", [p, g, np.zeros(3), np.zeros(3)], {"lr": 0.1})
+    p2, m, v = run_kernel(np, "adam", [p, g, np.zeros(3), np.zeros(3)], {"lr": 0.1, "step": 1})
+    np.testing.assert_allclose(p2, 1 - 0.1)  # step 1: m_hat / sqrt(v_hat) = sign(g)

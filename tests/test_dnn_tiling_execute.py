@@ -175,3 +175,24 @@ def test_causal_mask_tiles_agree_with_the_whole():
         tile = x[:, r0 : r0 + 2, c0 : c0 + 3]
         got = run_kernel(np, "causal_mask", [tile], {"in_offsets": ((0, r0, c0),)})
         np.testing.assert_array_equal(got, whole[:, r0 : r0 + 2, c0 : c0 + 3])
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_attn_mask_tiles_agree_with_the_whole(full):
+    """A constant mask (last two axes, or every axis) is sliced by the tile's offsets;
+    its gradient is zero exactly where the mask is -inf."""
+    from spartan.dnn.kernels import run_kernel
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 4, 6))
+    mask = rng.standard_normal(x.shape if full else x.shape[1:])
+    mask[..., 1, 2] = -np.inf
+    whole = run_kernel(np, "attn_mask", [x], {"mask": mask})
+    np.testing.assert_array_equal(whole, x + mask)
+    grad = run_kernel(np, "attn_mask_grad", [np.ones_like(x)], {"mask": mask})
+    assert (grad[:, 1, 2] == 0).all() and grad.sum() == x.size - 2
+    for b0, r0, c0 in [(0, 0, 0), (1, 2, 0), (0, 0, 3), (1, 2, 3)]:
+        tile = x[b0 : b0 + 1, r0 : r0 + 2, c0 : c0 + 3]
+        attrs = {"mask": mask, "in_offsets": ((b0, r0, c0),)}
+        got = run_kernel(np, "attn_mask", [tile], attrs)
+        np.testing.assert_array_equal(got, whole[b0 : b0 + 1, r0 : r0 + 2, c0 : c0 + 3])

@@ -54,7 +54,8 @@ def run_kernel(
     out_shape: tuple,
     batch: int,
     offsets: tuple[tuple[int, ...], ...] | None = None,
-) -> np.ndarray:
+    step: int = 1,
+) -> np.ndarray | tuple[np.ndarray, ...]:
     """Apply ``op`` to (tiles of) its inputs; ``batch`` is the full batch (loss scaling),
     ``offsets`` each input tile's first index in its tensor. The output keeps the dtype
     of the first floating-point input (so a float64 run stays float64).
@@ -67,17 +68,15 @@ def run_kernel(
             f"op {op.name!r}: no NumPy kernel for op type {op.type!r}; supported: {sorted(KERNELS)}"
         )
     args = [np.array(a, copy=True) if t in op.inplace else a for a, t in zip(args, op.inputs)]
-    attrs = {**op.attrs, "out_shape": tuple(out_shape), "batch": batch}
+    attrs = {**op.attrs, "out_shape": tuple(out_shape), "batch": batch, "step": step}
     if offsets is not None:
         attrs["in_offsets"] = offsets
     out = kernels.run_kernel(np, op.type, args, attrs)
-    if isinstance(out, tuple):
-        raise ValueError(
-            f"op {op.name!r}: the tiling executor runs single-output ops only "
-            f"(optimizer {op.type!r} keeps state; use sgd)"
-        )
     floats = [a.dtype for a in args if np.issubdtype(a.dtype, np.floating)]
-    return np.asarray(out, dtype=floats[0] if floats else None).reshape(out_shape)
+    dtype = floats[0] if floats else None
+    if isinstance(out, tuple):  # an optimizer with state: every output has the param's shape
+        return tuple(np.asarray(o, dtype=dtype).reshape(out_shape) for o in out)
+    return np.asarray(out, dtype=dtype).reshape(out_shape)
 
 
 def _batch(graph: Graph) -> int:
@@ -112,14 +111,18 @@ def random_values(graph: Graph, seed: int = 0, classes: int | None = None) -> di
     return out
 
 
-def serial_step(graph: Graph, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def serial_step(
+    graph: Graph, values: Mapping[str, np.ndarray], step: int = 1
+) -> dict[str, np.ndarray]:
     """One training step in plain NumPy on whole arrays; returns every tensor's value
-    (parameters after their update)."""
+    (parameters and optimizer state after their update). ``step`` is the 1-based
+    optimizer step (Adam's bias correction)."""
     env = dict(values)
     n = _batch(graph)
     for op in graph.ops:
         out = graph.tensors[op.outputs[0]]
-        env[out.name] = run_kernel(op, [env[t] for t in op.inputs], out.shape, n)
+        res = run_kernel(op, [env[t] for t in op.inputs], out.shape, n, step=step)
+        env.update(zip(op.outputs, res if isinstance(res, tuple) else (res,)))
     return env
 
 
@@ -177,6 +180,7 @@ class _Runner:
         self.hold: dict[str, Holding] = {}
         self.predicted = 0
         self.version = itertools.count()
+        self.step = 1
 
     def cuts_of(self, tensor: str) -> list[int]:
         return [c[tensor] for c in self.plan.cuts]
@@ -220,7 +224,31 @@ class _Runner:
                 )
             self.hold[name] = Holding(key, boxes)
 
+    def run_multi(self, op: Op, form_per_cut: list) -> None:
+        """An op with several outputs (an optimizer update with state): element-wise, so
+        each device computes its home tiles of every output from its home tiles."""
+        outs = [f.outs[0] for f in form_per_cut]
+        for i, t in enumerate(op.outputs):
+            if [f.outs[i] for f in form_per_cut] != outs or self.cuts_of(t) != outs:
+                raise ValueError(
+                    f"op {op.name!r}: its outputs are not all tiled like {op.outputs[0]!r}"
+                )
+        keys = [(t, next(self.version)) for t in op.outputs]
+        n, shape = _batch(self.g), self.g.tensors[op.outputs[0]].shape
+        ins = [[f.ins[i] for f in form_per_cut] for i in range(len(op.inputs))]
+        for d in range(self.p):
+            boxes = [region(self.g.tensors[t].shape, ins[i], d) for i, t in enumerate(op.inputs)]
+            args = [self.gather(t, box, d) for t, box in zip(op.inputs, boxes)]
+            offsets = tuple(tuple(lo for lo, _ in box) for box in boxes)
+            oshape = tuple(hi - lo for lo, hi in region(shape, outs, d))
+            fn = _task(op, oshape, n, offsets, self.step)
+            self.be.submit(d, fn, args, [(k, d) for k in keys])
+        for t, k in zip(op.outputs, keys):
+            self.hold[t] = Holding(k, [self.home(t, d) for d in range(self.p)])
+
     def run_op(self, op: Op, form_per_cut: list) -> None:
+        if len(op.outputs) > 1:
+            return self.run_multi(op, form_per_cut)
         (out,) = op.outputs
         out_t = self.g.tensors[out]
         ins = [[f.ins[i] for f in form_per_cut] for i in range(len(op.inputs))]
@@ -235,7 +263,7 @@ class _Runner:
             obox = region(out_t.shape, outs, d)
             raw_boxes.append(obox)
             oshape = tuple(hi - lo for lo, hi in obox)
-            fn = _task(op, oshape, n, offsets)
+            fn = _task(op, oshape, n, offsets, self.step)
             self.be.submit(d, fn, args, [(raw, d)])
         red = tuple(j for j, a in enumerate(outs) if a == RED)
         self.hold[out] = Holding(raw, raw_boxes, red)
@@ -267,10 +295,10 @@ class _Runner:
 
 
 def _task(
-    op: Op, out_shape: tuple, batch: int, offsets: tuple[tuple[int, ...], ...]
-) -> Callable[..., np.ndarray]:
-    def sub_op(*args: np.ndarray) -> np.ndarray:
-        return run_kernel(op, list(args), out_shape, batch, offsets)
+    op: Op, out_shape: tuple, batch: int, offsets: tuple[tuple[int, ...], ...], step: int = 1
+) -> Callable[..., np.ndarray | tuple[np.ndarray, ...]]:
+    def sub_op(*args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        return run_kernel(op, list(args), out_shape, batch, offsets, step)
 
     return sub_op
 
@@ -287,9 +315,16 @@ def _summer(shape: tuple[int, ...]) -> Callable[..., np.ndarray]:
     return reduce_parts
 
 
-def execute(plan: Plan, values: Mapping[str, np.ndarray], backend: Backend) -> Execution:
+def execute(
+    plan: Plan, values: Mapping[str, np.ndarray], backend: Backend, step: int = 1
+) -> Execution:
     """Run one training step of ``plan.graph`` on ``plan.devices`` workers.
 
+    The optimizer is the graph's (``sgd``, ``momentum`` or ``adam``, chosen when the
+    graph is built: ``mlp(..., optimizer="adam")``, ``from_torch(..., optimizer=...)``);
+    its state tensors (``"w.m"``, ``"w.v"``) are sources like the parameters (zeros
+    before the first step) and come back updated. ``step`` is the 1-based optimizer
+    step, which Adam's bias correction needs (as torch.optim.Adam counts it).
     ``values`` gives every source tensor (inputs, labels, parameters, gradient seeds);
     returns every tensor's final value, the bytes the fetch lists predict, the bytes the
     backend measured between workers, and the plan's cost-model bytes.
@@ -297,6 +332,7 @@ def execute(plan: Plan, values: Mapping[str, np.ndarray], backend: Backend) -> E
     if plan.unit != "bytes":
         raise ValueError("execute needs a plan costed in bytes")
     run = _Runner(plan, backend)
+    run.step = int(step)
     run.put_sources(values)
     backend.wait()
     backend.reset_stats()

@@ -328,6 +328,29 @@ def _causal_mask(xp, ins, attrs):
     return xp.where(_causal_allowed(xp, x, attrs), x, xp.asarray(-xp.inf, dtype=x.dtype))
 
 
+def _mask_tile(xp, x: Array, attrs: dict) -> Array:
+    """The additive mask (0 or -inf, or any float) for tile ``x`` of the scores: the
+    stored mask covers the last two axes, or every axis; a tile's offsets place it."""
+    mask = xp.asarray(attrs["mask"], dtype=x.dtype)
+    offsets = attrs.get("in_offsets")
+    off = tuple(int(o) for o in offsets[0]) if offsets else (0,) * x.ndim
+    index = tuple(
+        slice(o, o + n) if m != 1 else slice(None)
+        for o, n, m in zip(off[x.ndim - mask.ndim :], x.shape[x.ndim - mask.ndim :], mask.shape)
+    )
+    return mask[index]
+
+
+def _attn_mask(xp, ins, attrs):
+    (x,) = ins
+    return x + _mask_tile(xp, x, attrs)
+
+
+def _attn_mask_grad(xp, ins, attrs):
+    (dy,) = ins
+    return dy * xp.isfinite(_mask_tile(xp, dy, attrs))
+
+
 def _softmax(xp, ins, attrs):
     z = ins[0] - ins[0].max(axis=-1, keepdims=True)
     e = xp.exp(z)
@@ -419,14 +442,23 @@ def _momentum(xp, ins, attrs):
 
 
 def _adam(xp, ins, attrs):
-    # Without a step counter the update skips Adam's bias correction.
+    """torch.optim.Adam's update (no weight decay, not amsgrad) for step ``attrs["step"]``
+    (1-based; the bias corrections need it), in torch's order."""
     p, dp, m, v = ins
     b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+    if "step" not in attrs:  # (a step assumed would bias-correct every step as the first)
+        raise ValueError(
+            "adam needs the optimizer's 1-based step for its bias correction: the tiling "
+            "executor and serial_step take step=; the swap and placement executors run "
+            "sgd and momentum only"
+        )
+    t = int(attrs["step"])
     m *= b1
     m += (1 - b1) * dp
     v *= b2
     v += (1 - b2) * dp * dp
-    p -= attrs.get("lr", 0.01) * m / (xp.sqrt(v) + attrs.get("eps", 1e-8))
+    denom = xp.sqrt(v) / math.sqrt(1 - b2**t) + attrs.get("eps", 1e-8)
+    p -= attrs.get("lr", 0.001) / (1 - b1**t) * m / denom
     return p, m, v
 
 
@@ -472,6 +504,8 @@ KERNELS: dict[str, Kernel] = {
     "slice_grad": _slice_grad,
     "causal_mask": _causal_mask,
     "causal_mask_grad": lambda xp, ins, a: ins[0] * _causal_allowed(xp, ins[0], a),
+    "attn_mask": _attn_mask,
+    "attn_mask_grad": _attn_mask_grad,
     "softmax": _softmax,
     "softmax_grad": _softmax_grad,
     "embedding": _embedding,

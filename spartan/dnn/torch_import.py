@@ -12,11 +12,13 @@ the values of the graph's parameters as they are. Supported (see ``docs/guide.md
 * modules: Linear (on any number of leading batch axes), Conv2d, BatchNorm1d/2d (batch
   statistics, train mode), LayerNorm (last axis), Embedding, MaxPool2d, AvgPool2d,
   AdaptiveAvgPool2d(1), ReLU/GELU/Tanh/Sigmoid, Softmax, Dropout/Identity (dropped),
-  Flatten, LSTMCell (with an explicit ``(h, c)``);
+  Flatten, LSTMCell (with an explicit ``(h, c)``), MultiheadAttention (its weights output
+  refused if read; constant ``attn_mask``/``key_padding_mask``);
 * functions and methods: ``+ - * /`` (tensors of one shape, or a tensor and a number),
   ``@``/matmul/bmm, linear, relu/gelu/tanh/sigmoid/softmax, layer_norm, dropout, basic
   indexing (``x[:, 0]``, ``x[..., 1:3]``),
-  scaled_dot_product_attention (``is_causal`` or no mask), view/reshape/flatten/
+  scaled_dot_product_attention (``is_causal``, or a constant bool/float ``attn_mask``:
+  a buffer or a tensor built from constants), view/reshape/flatten/
   squeeze/unsqueeze/contiguous, permute/transpose/``.T``, chunk/split/cat, pooling,
   and shape arithmetic (``x.shape``, ``x.size()``, ``x.dim()``, ``x.numel()``).
 
@@ -70,6 +72,14 @@ class _Ref:
     name: str
 
 
+@dataclass(frozen=True, eq=False)
+class _Const:
+    """A tensor computed from no input or parameter (a mask built in ``forward``, a
+    buffer): its value as recorded, usable only where the IR takes a constant."""
+
+    value: np.ndarray
+
+
 @dataclass(frozen=True)
 class _Meta:
     """Recorded shape and dtype of a tensor a node produced."""
@@ -115,9 +125,12 @@ def _examples(torch: Any, inputs: Any) -> list[Any]:
     return [one(v) for v in inputs]
 
 
-def _record(torch: Any, traced: Any, examples: list[Any]) -> dict[str, Any]:
+def _record(
+    torch: Any, traced: Any, examples: list[Any], values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run the traced module once; every node's output as a :class:`_Meta` for tensors
-    (structures of them for tuples) or the concrete value for anything else."""
+    (structures of them for tuples) or the concrete value for anything else. Tensor
+    values go to ``values`` (for constants such as masks)."""
     seen: dict[str, Any] = {}
 
     def summarize(v: Any) -> Any:
@@ -131,6 +144,8 @@ def _record(torch: Any, traced: Any, examples: list[Any]) -> dict[str, Any]:
         def run_node(self, n: Any) -> Any:
             out = super().run_node(n)
             seen[n.name] = summarize(out)
+            if values is not None and isinstance(out, torch.Tensor):
+                values[n.name] = out.detach().cpu().numpy().copy()
             return out
 
     with torch.no_grad():
@@ -148,9 +163,18 @@ _SCALAR_OPS = (
 
 
 class _Importer:
-    def __init__(self, torch: Any, module: Any, traced: Any, seen: dict[str, Any], name: str):
+    def __init__(
+        self,
+        torch: Any,
+        module: Any,
+        traced: Any,
+        seen: dict[str, Any],
+        name: str,
+        values: dict[str, Any] | None = None,
+    ):
         self.torch, self.nn, self.F = torch, torch.nn, torch.nn.functional
         self.module, self.traced, self.seen = module, traced, seen
+        self.values = values or {}
         self.modules = dict(traced.named_modules())
         params = list(module.parameters())
         dtype = _ir_dtype(torch, params[0].dtype) if params else "float32"
@@ -212,6 +236,8 @@ class _Importer:
         return meta.shape
 
     def tensor(self, v: Any, what: str) -> _Ref:
+        if isinstance(v, _Const):
+            raise self.refuse(f"{what} a constant tensor (only attention masks may be)")
         if not isinstance(v, _Ref):
             raise self.refuse(f"{what} that is not a tensor ({type(v).__name__})")
         return v
@@ -267,10 +293,18 @@ class _Importer:
         raise self.refuse(f"matmul of shapes {sa} and {sb} (broadcasting)")
 
     def attention(
-        self, q: _Ref, k: _Ref, v: _Ref, scale: float | None, name: str, causal: bool = False
+        self,
+        q: _Ref,
+        k: _Ref,
+        v: _Ref,
+        scale: float | None,
+        name: str,
+        causal: bool = False,
+        mask: np.ndarray | None = None,
     ) -> _Ref:
-        """softmax(q k^T * scale) v over the last two axes (leading axes are batch); with
-        ``causal`` query i attends to keys j <= i."""
+        """softmax(q k^T * scale + mask) v over the last two axes (leading axes are
+        batch); with ``causal`` query i attends to keys j <= i. ``mask`` is additive
+        (float; -inf where masked) and broadcasts to the scores' shape."""
         sq, sk, sv = self.shape(q), self.shape(k), self.shape(v)
         if len(sq) < 3 or sq[:-2] != sk[:-2] or sk[:-1] != sv[:-1] or sq[-1] != sk[-1]:
             raise self.refuse(f"attention over shapes {sq}, {sk}, {sv}")
@@ -283,9 +317,39 @@ class _Importer:
         s = self.net.scale(s, float(factor), name=f"{name}.scaled")
         if causal:
             s = self.net.causal_mask(s, name=f"{name}.causal")
+        if mask is not None:
+            full = (*sq[:-1], sk[-2])
+            try:
+                m = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, full))
+            except ValueError as e:
+                bad = f"an attention mask of shape {mask.shape} for scores {full}"
+                raise self.refuse(bad) from e
+            if m.shape != full:
+                raise self.refuse(f"an attention mask of shape {mask.shape} for scores {full}")
+            lead_is_one = all(d == 1 for d in mask.shape[:-2]) or mask.ndim <= 2
+            m = m[(0,) * (m.ndim - 2)] if lead_is_one else m.reshape(lead, *full[-2:])
+            s = self.net.attn_mask(s, np.ascontiguousarray(m), name=f"{name}.mask")
         p = self.net.softmax(s, name=f"{name}.softmax")
         ctx = _Ref(self.net.batch_matmul(p, v3.name, name=name))
         return self.reshape(ctx, (*sq[:-1], sv[-1]), f"{name}.unflat")
+
+    def additive_mask(self, m: Any, keep_if_true: bool) -> np.ndarray | None:
+        """A constant attention mask as an additive float mask (0 or -inf for a bool
+        mask: SDPA keeps ``True`` entries, MultiheadAttention masks them out)."""
+        if m is None:
+            return None
+        if isinstance(m, _Ref):
+            raise self.refuse(
+                "an attention mask computed from the inputs (only constant masks: built in "
+                "forward from shapes, or a buffer)"
+            )
+        if not isinstance(m, _Const):
+            raise self.refuse(f"an attention mask of type {type(m).__name__}")
+        a = m.value
+        if a.dtype == np.bool_:
+            allowed = a if keep_if_true else ~a
+            return np.where(allowed, 0.0, -np.inf)
+        return a.astype(np.float64)
 
     def unary(self, kind: str, x: _Ref, name: str, **attrs: Any) -> _Ref:
         return _Ref(self.net.unary(kind, x.name, name=name, **attrs))
@@ -359,7 +423,12 @@ class _Importer:
                 p = self.traced
                 for part in node.target.split("."):
                     p = getattr(p, part)
-                self.env[node.name] = _Ref(self.param(p))
+                if id(p) in self.pname:
+                    self.env[node.name] = _Ref(self.param(p))
+                else:  # a buffer: a constant (a mask); refused where a tensor is needed
+                    self.env[node.name] = _Const(self.values[node.name])
+            elif self.is_constant(node):
+                self.env[node.name] = _Const(self.values[node.name])
             elif not self.produces_tensor(node):
                 self.constant(node)
             elif node.op == "call_module":
@@ -368,6 +437,21 @@ class _Importer:
                 self.env[node.name] = self.call(node)
             else:  # pragma: no cover - fx has no other node kinds
                 raise self.refuse(f"node kind {node.op}")
+
+    def is_constant(self, node: Any) -> bool:
+        """A function/method producing one tensor from constants only (``torch.ones``,
+        ``.tril()`` of a buffer): its recorded value stands in for it."""
+        if node.op not in ("call_function", "call_method") or node.name not in self.values:
+            return False
+        found: list[Any] = []
+        self.torch.fx.node.map_arg((node.args, node.kwargs), found.append)
+
+        def has_ref(v: Any) -> bool:
+            if isinstance(v, tuple | list):
+                return any(has_ref(x) for x in v)
+            return isinstance(v, _Ref)
+
+        return not any(has_ref(self.env[a.name]) for a in found)
 
     def produces_tensor(self, node: Any) -> bool:
         out = self.seen[node.name]
@@ -398,6 +482,8 @@ class _Importer:
         kind = type(m)
         if isinstance(m, nn.LSTMCell):
             return self.lstm_cell(m, args, n)
+        if isinstance(m, nn.MultiheadAttention):
+            return self.multihead_attention(node, m, args, n)
         x = self.tensor(args[0], f"the input of {kind.__name__}")
         if isinstance(m, nn.Linear):
             b = self.param(m.bias) if m.bias is not None else None
@@ -484,6 +570,61 @@ class _Importer:
         nb, c = self.shape(x)[:2]
         g = _Ref(self.net.global_avgpool(x.name, name=n))
         return self.reshape(g, (nb, c, 1, 1), f"{n}.4d")
+
+    def multihead_attention(self, node: Any, m: Any, args: list[Any], n: str) -> tuple:
+        """torch's MultiheadAttention: q/k/v from ``in_proj_weight`` (rows q, k, v; torch's
+        (3E, E) layout), scaled dot-product attention per head, then ``out_proj``. The
+        attention weights (need_weights=True) are refused if the model reads them."""
+        names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+                 "average_attn_weights", "is_causal")  # fmt: skip
+        kwargs = {k: self.val(v) for k, v in node.kwargs.items()}
+        p = self.bind(args, kwargs, names, key_padding_mask=None, need_weights=True,
+                      attn_mask=None, average_attn_weights=True, is_causal=False)  # fmt: skip
+        for user in node.users:
+            if not (user.op == "call_function" and user.target is operator.getitem
+                    and user.args[1] == 0):  # fmt: skip
+                raise self.refuse("MultiheadAttention's attention weights (need_weights=True)")
+        if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+            raise self.refuse("MultiheadAttention with kdim/vdim, add_bias_kv or add_zero_attn")
+        q, k, v = (self.tensor(p[a], f"the {a} of MultiheadAttention") for a in names[:3])
+        e, h = m.embed_dim, m.num_heads
+        hd = e // h
+        w, b = self.param(m.in_proj_weight), m.in_proj_bias
+        bn = self.param(b) if b is not None else None
+        if q == k == v:  # self-attention: one (E -> 3E) product, split in three
+            qkv = self.linear(q, w, bn, f"{n}.in_proj")
+            pq, pk, pv = self.pieces(qkv, len(self.shape(qkv)) - 1, [e] * 3, f"{n}.qkv")
+        else:
+            projected = []
+            for i, x in enumerate((q, k, v)):
+                wi = self.net.slice(w, 0, i * e, (i + 1) * e, name=f"{n}.w{i}")
+                bi = self.net.slice(bn, 0, i * e, (i + 1) * e, name=f"{n}.b{i}") if bn else None
+                projected.append(self.linear(x, wi, bi, f"{n}.proj{i}"))
+            pq, pk, pv = projected
+
+        def heads(x: _Ref, tag: str) -> _Ref:  # -> (N, H, L, hd)
+            s = self.shape(x)
+            x4 = self.reshape(x, (*s[:2], h, hd), f"{n}.{tag}4")
+            perm = (0, 2, 1, 3) if m.batch_first else (1, 2, 0, 3)
+            return _Ref(self.net.transpose(x4.name, perm, name=f"{n}.{tag}h"))
+
+        qh, kh, vh = heads(pq, "q"), heads(pk, "k"), heads(pv, "v")
+        nb, _, lq, _ = self.shape(qh)
+        ls = self.shape(kh)[2]
+        mask = self.additive_mask(p["attn_mask"], keep_if_true=False)
+        if mask is not None and mask.ndim == 3:  # (N*H, L, S) -> (N, H, L, S)
+            mask = mask.reshape(nb, h, lq, ls)
+        kpm = self.additive_mask(p["key_padding_mask"], keep_if_true=False)
+        if kpm is not None:  # (N, S) -> (N, 1, 1, S)
+            kpm = kpm.reshape(nb, 1, 1, ls)
+            mask = kpm if mask is None else mask + kpm
+        ctx = self.attention(qh, kh, vh, None, f"{n}.attn", mask=mask)  # (N, H, L, hd)
+        perm = (0, 2, 1, 3) if m.batch_first else (2, 0, 1, 3)
+        ctx = _Ref(self.net.transpose(ctx.name, perm, name=f"{n}.ctx"))
+        ctx = self.reshape(ctx, (*self.shape(ctx)[:2], e), f"{n}.merge")
+        ob = self.param(m.out_proj.bias) if m.out_proj.bias is not None else None
+        out = self.linear(ctx, self.param(m.out_proj.weight), ob, n)
+        return (out, None)
 
     def lstm_cell(self, m: Any, args: list[Any], n: str) -> tuple[_Ref, _Ref]:
         """torch's LSTMCell: gates (i, f, g, o) = x W_ih^T + b_ih + h W_hh^T + b_hh."""
@@ -581,10 +722,11 @@ class _Importer:
                      "enable_gqa")  # fmt: skip
             p = self.bind(args, kwargs, names, attn_mask=None, dropout_p=0.0, is_causal=False,
                           scale=None, enable_gqa=False)  # fmt: skip
-            if p["attn_mask"] is not None or p["dropout_p"] or p["enable_gqa"]:
-                raise self.refuse("scaled_dot_product_attention with attn_mask, dropout or GQA")
+            if p["dropout_p"] or p["enable_gqa"]:
+                raise self.refuse("scaled_dot_product_attention with dropout or GQA")
             q, k, v = (self.tensor(p[a], "an attention operand") for a in names[:3])
-            return self.attention(q, k, v, p["scale"], n, causal=bool(p["is_causal"]))
+            mask = self.additive_mask(p["attn_mask"], keep_if_true=True)
+            return self.attention(q, k, v, p["scale"], n, bool(p["is_causal"]), mask)
         if is_(torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze) or meth(
             "view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as", "reshape_as"
         ):
@@ -715,8 +857,9 @@ def from_torch(
             f"from_torch: torch.fx cannot trace {type(module).__name__}: {e}"
         ) from e
     examples = _examples(torch, input_shape)
-    seen = _record(torch, traced, examples)
-    imp = _Importer(torch, module, traced, seen, name or type(module).__name__.lower())
+    values: dict[str, Any] = {}
+    seen = _record(torch, traced, examples, values)
+    imp = _Importer(torch, module, traced, seen, name or type(module).__name__.lower(), values)
     imp.run(examples)
     net, outs = imp.net, imp.outputs
     if not training:

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from spartan.dnn.graph import Graph, Op, Phase, TensorKind
 
 ELEMENTWISE_UNARY = ("relu", "tanh", "sigmoid", "gelu")
@@ -307,6 +309,15 @@ class Net:
         (query ``i`` sees keys ``j <= i``), before a softmax."""
         return self.op("causal_mask", [x], self.shape(x), math.prod(self.shape(x)), name)
 
+    def attn_mask(self, x: str, mask: Any, name: str | None = None) -> str:
+        """Add a constant float ``mask`` (0 where allowed, -inf where masked) to attention
+        scores; ``mask`` has the shape of ``x``'s last two axes or of ``x``, and axes of
+        size 1 broadcast."""
+        m = np.asarray(mask, dtype=np.float64)
+        if m.ndim not in (2, len(self.shape(x))):
+            raise ValueError(f"attn_mask: a {m.shape} mask for scores of {self.shape(x)}")
+        return self.op("attn_mask", [x], self.shape(x), math.prod(self.shape(x)), name, mask=m)
+
     def scale(self, x: str, factor: float, name: str | None = None) -> str:
         return self.op("scale", [x], self.shape(x), math.prod(self.shape(x)), name, factor=factor)
 
@@ -381,6 +392,7 @@ _SAVED: dict[str, dict[int, tuple[str, ...]]] = {
     "softmax": {0: ("y",)},
     "scale": {0: ()},
     "causal_mask": {0: ()},
+    "attn_mask": {0: ()},
     "embedding": {1: ("x0",)},
     "softmax_xent": {0: ("x0", "x1")},
 }
@@ -988,7 +1000,7 @@ def gpt2(
 def op_coverage(batch: int = 4) -> Graph:
     """A tiny training graph using every forward op type of the IR (conv, batchnorm,
     max/avg/global pooling, concat, GELU, embedding, layernorm, transpose, batched
-    matmul, scale, causal mask, softmax, mul, sigmoid, slice, dense): executors' tests
+    matmul, scale, causal and constant masks, softmax, mul, sigmoid, slice, dense): executors' tests
     run it.
 
     >>> {"conv2d", "embedding", "layernorm_grad"} <= {o.type for o in op_coverage().ops}
@@ -1005,7 +1017,10 @@ def op_coverage(batch: int = 4) -> Graph:
     h = net.layernorm(net.reshape(h, (batch, 2, 4), name="r3"), name="ln")
     t = net.transpose(net.tanh(h, name="tanh"), (0, 2, 1), name="tr")  # (b, 4, 2)
     s = net.scale(net.batch_matmul(t, t, tb=True, name="bmm"), 0.5)
-    s = net.softmax(net.causal_mask(s, name="causal"), name="sm")
+    mask = np.zeros((4, 4))
+    mask[2, 0], mask[3, 1], mask[1, 0] = -np.inf, -np.inf, 0.25  # no row fully masked
+    s = net.attn_mask(net.causal_mask(s, name="causal"), mask, name="mask")
+    s = net.softmax(s, name="sm")
     s = net.slice(net.mul(s, net.sigmoid(s, name="sig"), name="mul"), 2, 0, 2, name="sl")
     h = net.reshape(s, (batch, 8), name="flat")
     logits = net.dense(h, 3, name="fc")

@@ -220,7 +220,7 @@ def _embedding(op: Op, shapes: Shapes) -> list[Form]:
 
 
 ELEMENTWISE = {"relu", "tanh", "sigmoid", "gelu", "add", "mul", "scale", "sgd", "momentum", "adam",
-               "causal_mask"}  # fmt: skip
+               "causal_mask", "attn_mask"}  # fmt: skip
 
 _RULES: dict[str, Callable[[Op, Shapes], list[Form]]] = {
     "matmul": _matmul,
