@@ -353,7 +353,7 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     impl = plan.impl
     for e in order:
         if e.uid in node_of and node_of[e.uid] in impl:  # an algorithm the plan chose
-            e.use_impl(impl[node_of[e.uid]])  # (only a products.Dot makes a dot node)
+            e.use_impl(impl[node_of[e.uid]])
         if e.tiling_hint is None and e.uid in node_of and not isinstance(e, View):
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             storage = plan.program[node_of[e.uid]].params.get("storage")

@@ -58,14 +58,15 @@ def optimize(
     dup_budget_bytes: int = 0,
     history: UpdateHistory | None = None,
     method: str = "auto",
-    pieces: int | None = None,
+    pieces: int | Callable[[Node], int] | None = None,
     fixed: Fixed | None = None,
 ) -> Plan:
     """Tile every node of ``program`` for ``nworkers`` workers.
 
     ``dup_budget_bytes`` bounds the extra memory of duplicated arrays (none without it);
     ``history`` holds join_update update bytes measured in earlier runs; candidate
-    tilings cut ``pieces`` tiles (default ``nworkers``); ``fixed`` pins user-set tilings.
+    tilings cut ``pieces`` tiles (a count, or a function of the node; default
+    ``nworkers``); ``fixed`` pins user-set tilings.
     ``method``: ``auto`` (exact when feasible, else greedy followed by exact solves of
     all but a rotating cutset of groups, :func:`~.search.cutset_search`), ``exact``,
     ``greedy`` (the thesis's search alone), ``greedy+improve`` (local search) or
@@ -120,7 +121,7 @@ def _plan_with(
         nworkers: int,
         dup_budget_bytes: int = 0,
         history: UpdateHistory | None = None,
-        pieces: int | None = None,
+        pieces: int | Callable[[Node], int] | None = None,
         fixed: Fixed | None = None,
     ) -> Plan:
         start = time.perf_counter()
