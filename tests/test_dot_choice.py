@@ -129,6 +129,20 @@ def test_the_local_rule_decides_when_the_optimizer_fails(local, monkeypatch):
     np.testing.assert_allclose(wide.to_numpy(), A.T @ A)
 
 
+def test_an_earlier_plans_algorithm_does_not_outlive_a_failed_plan(local, monkeypatch):
+    """``explain`` plans (and sets the algorithm of) a product; if the evaluation's own
+    planning then fails, the local rule decides, not the stale choice."""
+    x = sp.array(A, tiling="row")
+    sp.evaluate(x)
+    z = x @ sp.array(B)
+    dot = _dot_expr(z)
+    dot.use_impl("inner" if dot.rule == "rows" else "rows")  # as a plan may have chosen
+    monkeypatch.setattr(planning, "_cached_optimize", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(sp.config, "strict_optimizer", False)
+    np.testing.assert_allclose(z.to_numpy(), A @ B)
+    assert dot.impl == dot.rule == "rows"
+
+
 def test_a_pinned_output_tiling_leaves_the_algorithm_open(local, inputs_keep_their_tiling):
     """``tiling=`` fixes the product's tiling, not its algorithm."""
     x = sp.array(A, tiling="column")

@@ -31,38 +31,16 @@ corpus = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = corpus  # (its dataclasses look their module up)
 _spec.loader.exec_module(corpus)
 
-#: the first 30 programs, and two whose nodes are off today (see KNOWN_OFF)
+#: the first 30 programs, and two whose nodes were off (see KNOWN_OFF)
 SEEDS = [*range(30), 50, 65]
 WORKERS = (2, 3, 8)
 EXAMPLES = ("kmeans", "logistic_regression", "linear_svm")
 
-# the classes of nodes off their prediction today, each with a minimal repro (in-process
-# workers, the settings of bench/corpus.py: small arrays distributed, 2 tiles per worker)
-_DOT_STRIDED = (
-    "a product over a strided view moves more than predicted: x (21, 6) row-tiled, "
-    "v (6,), t = x[::2], t.T @ (t @ v) on 2 workers: predicted 96 B, measured 624 B"
-)
-_ARGMIN = (
-    "k-means' argmin over a column-tiled x moves more than predicted: x (19, 8) "
-    "column-tiled, c = x[:3], ((c * c).sum(axis=1) - 2 * (x @ c.T)).argmin(axis=1) on "
-    "8 workers: predicted 1,400 B, measured 2,576 B"
-)
-_SVM_DOT = (
-    "linear_svm's inner-algorithm products (`python bench/corpus.py --show-example "
-    "linear_svm`): 2 workers predicted 872 B, measured 1,632 B"
-)
-
-#: (program seed or example, workers) -> the class of its off nodes today (issue 39: the
-#: model is being fixed; a fixed case XPASSes, which fails until its entry goes)
-KNOWN_OFF: dict[tuple[int | str, int], str] = {
-    (50, 2): _DOT_STRIDED,
-    (50, 3): _DOT_STRIDED,
-    (50, 8): _DOT_STRIDED,
-    (65, 8): _ARGMIN,
-    ("linear_svm", 2): _SVM_DOT,
-    ("linear_svm", 3): _SVM_DOT,
-    ("linear_svm", 8): _SVM_DOT,
-}
+#: (program seed or example, workers) -> the class of its off nodes today, each with a
+#: minimal repro (issue 39: a fixed case XPASSes, which fails until its entry goes). Empty:
+#: seed 50 (a product over a strided view), seed 65 (k-means' argmin over a column-tiled
+#: x) and linear_svm's products were fixed (tests/test_optimizer_model_views.py)
+KNOWN_OFF: dict[tuple[int | str, int], str] = {}
 
 
 def _cases():

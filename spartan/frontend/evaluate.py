@@ -24,7 +24,7 @@ from spartan.frontend import memory, planning
 from spartan.frontend.expr import Expr, full_box
 from spartan.frontend.lowering import Lowering, identity, read_pieces
 from spartan.frontend.map import Map
-from spartan.frontend.pipeline import row_pipelines
+from spartan.frontend.pipeline import pipeline_rows, row_pipelines
 from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
 
@@ -151,9 +151,6 @@ def evaluate(*exprs: Expr, then: Callable[[], None] | None = None) -> None:
     _evaluate_then_fetch(exprs, then=then)
 
 
-# the driver's own time per phase (spartan.stats()["driver_seconds"]): what is not
-# planning, sending or waiting counts as lowering
-@driver_time.timed("lower")
 def _evaluate_then_fetch(
     exprs: Sequence[Expr], fetch: Sequence[Expr] = (), then: Callable[[], None] | None = None
 ) -> list | None:
@@ -169,7 +166,10 @@ def _evaluate_then_fetch(
     backend = session.current()
     # the temporaries an evaluation frees (most when its graph goes) leave each worker
     # as one message, not one per array
-    with backend.evaluating():
+    # the driver's own time per phase (spartan.stats()["driver_seconds"]), counted once
+    # this evaluation holds the backend: what is not planning, sending or waiting is
+    # lowering
+    with backend.evaluating(), driver_time.phase("lower"):
         order: list[Expr] | None = pending_order(exprs)
         if not order:
             return None
@@ -239,10 +239,10 @@ def _lower(
     fused = (
         fused - {leaf.uid for ris in pipes.values() for ri in ris for leaf, _ in ri.leaves}
     ) | piped
-    if planned is not None:  # (predicted bytes as the nodes really run)
-        planned.lowered_as(order, fused, piped)
-    log.debug("planned %d nodes in %.1f ms", len(order), (time.perf_counter() - start) * 1e3)
     ctx = Lowering(backend, tilings, fused, pipes)
+    if planned is not None:  # (predicted bytes as the nodes really run)
+        planned.lowered_as(order, fused, piped, pipeline_rows(ctx, order))
+    log.debug("planned %d nodes in %.1f ms", len(order), (time.perf_counter() - start) * 1e3)
     for expr, tiling in planned.retile if planned is not None else ():
         retile_evaluated(ctx, expr, tiling, planned.retile_tag[expr.uid])
     lowered = [n for n in order if n.uid not in fused and not isinstance(n, View)]

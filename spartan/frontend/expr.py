@@ -148,12 +148,14 @@ class Expr:
         where the optimizer is not asked; None for the default row tiling."""
         return None
 
-    def use_impl(self, impl: str) -> None:
+    def use_impl(self, impl: str | None) -> None:
         """Lower as ``impl``: the optimizer's choice for an operator whose program node
         offers alternative algorithms (a product's ``rows``/``inner``,
-        :class:`spartan.frontend.products.Dot`), set before the node is lowered. An
-        operator with one lowering never offers a choice."""
-        raise TypeError(f"{type(self).__name__} has a single lowering, not {impl!r}")
+        :class:`spartan.frontend.products.Dot`), set before the node is lowered; None:
+        as its local rule decides (no plan). An operator with one lowering never
+        offers a choice."""
+        if impl is not None:
+            raise TypeError(f"{type(self).__name__} has a single lowering, not {impl!r}")
 
     # -- fusion (spartan.frontend.evaluate.fusable) ------------------------------------
 

@@ -453,7 +453,10 @@ class JoinUpdate(Expr):
             t = ctx.tiling(x)
             if a >= 0 and all(ri.index != i for ri in piped) and not t.replicated:
                 cuts.append(t.cuts[a])
-        return max(cuts)
+        # nothing read is cut along the groups' axis (a strided or offset view's rows,
+        # replicated leaves): the groups of an unpipelined join, not one group that
+        # fetches every row to one worker
+        return max(cuts) if max(cuts) > 1 else self._input_groups(ctx)
 
     def _input_groups(self, ctx: Lowering) -> int:
         for x, a in zip(self.children, self.axes):

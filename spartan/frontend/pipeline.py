@@ -193,6 +193,24 @@ def row_pipelines(
     return pipes, used
 
 
+def pipeline_rows(ctx: Any, order: Sequence[Expr]) -> dict[int, int]:
+    """The row groups each pipelined node is computed in, by uid: its consumer join's
+    group count (:meth:`~spartan.frontend.join_update.JoinUpdate.group_count`, the
+    lowering's own rule), for the cost model to price the node as it runs. Other
+    consumers (a fold's row tiles) are left out: the model prices by their tiles."""
+    rows: dict[int, int] = {}
+    for node in order:
+        ris = ctx.pipelines.get(node.uid)
+        count = getattr(node, "group_count", None)
+        if not ris or count is None:
+            continue
+        groups = count(ctx)
+        for ri in ris:
+            for uid in _uids(ri.tree):
+                rows[uid] = max(rows.get(uid, 0), groups)
+    return rows
+
+
 def _row_bytes(e: Expr) -> int:
     return e.nbytes // e.shape[0] if e.shape and e.shape[0] else 0
 

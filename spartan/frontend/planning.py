@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import logging
 import math
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
 from spartan.backend import session
 from spartan.backend.base import Backend, Stats
@@ -79,6 +79,10 @@ class Planned:
         }
         #: the tag of each re-tiled input's copy tasks (by the input's uid)
         self.retile_tag: dict[int, int] = {}
+        #: the row groups each pipelined node is computed in (by node; :meth:`lowered_as`)
+        self._rows: dict[int, int] = {}
+        #: the nodes computed in row pipelines (:meth:`lowered_as`)
+        self._piped: set[int] = set()
         for e, _ in retile:
             self.retile_tag[e.uid] = tag = next(_retile_tags)
             self.node_of_tag[tag] = node_of[e.uid]
@@ -98,7 +102,11 @@ class Planned:
             _unmeasured[site] = 0
 
     def lowered_as(
-        self, order: Sequence[Expr], fused: Collection[int], piped: Collection[int] = ()
+        self,
+        order: Sequence[Expr],
+        fused: Collection[int],
+        piped: Collection[int] = (),
+        rows: Mapping[int, int] | None = None,
     ) -> None:
         """Price the plan as it is lowered: a node computed inside its consumers (a
         fused map, a node of a row pipeline: ``fused``, by uid) moves no bytes of its
@@ -108,10 +116,14 @@ class Planned:
         inputs by rows and its other inputs whole once per worker (as if cut in one
         tile per worker), and has no updates to send. A join computed inside another
         node teaches the history nothing (what it moved is counted with its consumer),
-        and a join that computes others learns its update bytes net of what they read."""
+        and a join that computes others learns its update bytes net of what they read.
+        ``rows``: the row groups a pipelined node is computed in (by uid: its consumer's
+        groups, :func:`~spartan.frontend.pipeline.pipeline_rows`); else its own tiles."""
         if not fused:
             return
         plan = self.plan
+        self._rows = {self.node_of[u]: r for u, r in (rows or {}).items() if u in self.node_of}
+        self._piped = {self.node_of[u] for u in piped if u in self.node_of}
         own = dict(plan.predicted)
         for uid in piped:
             nid = self.node_of.get(uid)
@@ -120,6 +132,7 @@ class Planned:
         # a consumer reads the pipelined nodes by its own row groups: as if they were
         # cut in rows like it
         piped_nids = {self.node_of[u] for u in piped if u in self.node_of}
+        repriced: dict[int, tuple[int, int]] = {}
         for e in order:
             nid = self.node_of.get(e.uid)
             if (
@@ -128,8 +141,10 @@ class Planned:
                 and not isinstance(e, View)
                 and any(self.node_of.get(base_of(c).uid) in piped_nids for c in e.children)
             ):
-                own[nid] = self._consumer_bytes(nid, piped_nids)
-        predicted, updates = dict(own), dict(plan.updates)
+                own[nid], update = self._consumer_bytes(nid, piped_nids)
+                if update is not None:
+                    repriced[nid] = update
+        predicted, updates = dict(own), {**plan.updates, **repriced}
         by_uid = {e.uid: e for e in order}
         for e in order:
             if e.uid in fused or isinstance(e, View) or e.uid not in self.node_of:
@@ -184,10 +199,11 @@ class Planned:
         reads whole (a broadcast operand) once per worker."""
         return sum(self._reads(nid, True).values())
 
-    def _consumer_bytes(self, nid: int, piped: set[int]) -> int:
+    def _consumer_bytes(self, nid: int, piped: set[int]) -> tuple[int, tuple[int, int] | None]:
         """Node ``nid``'s predicted bytes when the ``piped`` nodes it reads are computed
-        inside it, by its row groups: its reads as if those were cut in rows (its
-        updates as planned)."""
+        inside it, by its row groups: its reads and updates as if those were cut in rows
+        (a join's groups follow them: ``Xc.T @ Xc`` sends one partial per worker that
+        runs a group), and its repriced (predicted, estimated) updates, if a join's."""
         plan, P = self.plan, self.plan.nworkers
         program = plan.program
 
@@ -195,15 +211,34 @@ class Planned:
             c = plan.choice[n]
             if n in piped and program[n].shape:
                 shape = program[n].shape
-                return dataclasses.replace(c, tiling=Tiling.row(shape, node_pieces(shape, P)))
+                return dataclasses.replace(c, tiling=Tiling.row(shape, self._piped_rows(n)))
             return c
 
-        reads = sum(
-            t.cost(*(choice(n) for n in t.nodes))
-            for t in profile(program, program[nid], P)
-            if not t.update
-        )
-        return int(reads) + plan.updates.get(nid, (0, 0))[0]
+        terms = profile(program, program[nid], P)
+        reads = sum(t.cost(*(choice(n) for n in t.nodes)) for t in terms if not t.update)
+        if nid not in plan.updates:
+            return int(reads), None
+        predicted, estimate = plan.updates[nid]
+        new = int(sum(t.cost(*(choice(n) for n in t.nodes)) for t in terms if t.update))
+        # the history's correction of the site, as the plan applied it
+        update = round(new * predicted / estimate) if estimate else new
+        return int(reads) + update, (update, new)
+
+    def _inside(self, n: int, piped: bool, rows: int | None) -> Choice:
+        """Node ``n``'s choice as an input of a node computed in a row pipeline: a node
+        the same pipeline computes is made by the same row groups (read where it is
+        made), others as planned."""
+        c = self.plan.choice[n]
+        shape = self.plan.program[n].shape
+        if piped and rows and n in self._piped and shape:
+            return dataclasses.replace(c, tiling=Tiling.row(shape, rows))
+        return c
+
+    def _piped_rows(self, nid: int) -> int:
+        """The row groups pipelined node ``nid`` is computed in: its consumer's (as the
+        lowering counts them), else as many as its own tiles."""
+        rows = self._rows.get(nid)
+        return rows or node_pieces(self.plan.program[nid].shape, self.plan.nworkers)
 
     def _map_reads(self, nid: int, piped: bool) -> dict[int, int]:
         """A map's predicted bytes per distinct input (piped: :meth:`_piped_bytes`)."""
@@ -216,7 +251,8 @@ class Planned:
         plan, P = self.plan, self.plan.nworkers
         program = plan.program
         node = program[nid]
-        terms = [t for t in profile(program, node, P) if not t.update]
+        rows = self._piped_rows(nid) if piped and node.shape else None
+        terms = [t for t in profile(program, node, P, rows) if not t.update]
         if node.op == "map":
             keys = list(dict.fromkeys(node.inputs))
         else:
@@ -229,9 +265,12 @@ class Planned:
                 if node.op == "map":
                     shape = program[key].shape
                     whole = len(shape) < len(node.shape) or shape[0] != node.shape[0]
-                rows = P if whole else node_pieces(node.shape, P)
-                mine = dataclasses.replace(mine, tiling=Tiling.row(node.shape, rows))
-            cost = term.cost(*(mine if n == nid else plan.choice[n] for n in term.nodes))
+                # (a whole input: once per worker that runs a group)
+                cut = min(P, rows) if whole else rows
+                mine = dataclasses.replace(mine, tiling=Tiling.row(node.shape, cut))
+            cost = term.cost(
+                *(mine if n == nid else self._inside(n, piped, rows) for n in term.nodes)
+            )
             out[key] = int(cost)
         return out
 
@@ -323,6 +362,8 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
     """
     _learn()
+    for e in order:  # (an earlier plan's algorithm must not outlive a failed plan)
+        e.use_impl(None)
     tilings = local_rules(order, nworkers)
     try:
         program, node_of, inputs = to_program(order, nworkers)

@@ -99,15 +99,19 @@ class Dot(JoinUpdate):
         rule: str = "inner",
     ) -> None:
         super().__init__(_partial_product, np.add, [x, y], [x.ndim - 1, 0], shape, dtype)
-        self.site = ("dot", self.site[1])  # (one site whichever algorithm runs)
-        #: the algorithm was named by the caller: the optimizer does not choose it
-        self.forced = impl is not None
-        self.use_impl(impl or ("inner" if x.ndim == 1 else rule))
+        #: the algorithm named by the caller (the optimizer does not choose it), and the
+        #: local rule's, which runs where no plan chose one
+        self.forced, self.rule = impl, "inner" if x.ndim == 1 else rule
+        # one site whichever algorithm the optimizer picks; a forced one learns apart
+        self.site = ("dot", impl, self.site[1])
+        self.use_impl(None)
 
-    def use_impl(self, impl: str) -> None:
+    def use_impl(self, impl: str | None) -> None:
         """Run algorithm ``impl`` (``"rows"`` or ``"inner"``): the optimizer's choice,
-        set before lowering. The join's parameters and name follow it, so the row
-        pipelines recognize ``dot(a)``/``dot(b)`` whichever was chosen."""
+        set before lowering (None: the forced one, else the local rule's). The join's
+        parameters and name follow it, so the row pipelines recognize
+        ``dot(a)``/``dot(b)`` whichever was chosen."""
+        impl = impl or self.forced or self.rule
         x = self.children[0]
         if impl == "rows" and x.ndim == 2:
             self.f_join, self.f_accum, self.axes = _rows_times_whole, None, (0, -1)
@@ -124,7 +128,7 @@ class Dot(JoinUpdate):
         update bytes are exact geometry, so it has no site to learn them by: the plan
         is then the same on every run of a program, and so are the bits of its sums
         (a learned cost that flipped the algorithm would change their order)."""
-        if self.forced:
+        if self.forced is not None:
             return super().program_node(p, ins)
         return p.dot(ins[0], ins[1], self.dtype.itemsize, None, "dot")
 

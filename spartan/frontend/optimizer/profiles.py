@@ -152,8 +152,11 @@ def dup_memory(node: Node, nworkers: int) -> int:
 
 
 # ---- profiles ---------------------------------------------------------------------------
-def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
-    """The cost terms of ``node``."""
+def profile(
+    program: Program, node: Node, nworkers: int, piped_rows: int | None = None
+) -> list[Term]:
+    """The cost terms of ``node``; ``piped_rows``: a join computed in a row pipeline,
+    whose groups are its consumer's ``piped_rows`` row groups (:func:`_row_tasks`)."""
     P, me, op = nworkers, node.id, node.op
     if node.is_view:
         return []
@@ -180,6 +183,12 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
             )
             for x in once
         ]
+    if op == "fold" and piped_rows and _keeps_rows(node):
+        # computed in a row pipeline: its consumer's row groups read their rows of the
+        # input, and no partials travel (each group reduces its own rows)
+        (x,) = xs
+        rows = Tiling.row(x.shape, piped_rows)
+        return [Term((x.root,), lambda r: _map_read(x.key, r.tiling, x.shape, rows, P))]
     if op == "fold":
         (x,) = xs
         axes, partial = node.params["axes"], node.params["partial_itemsize"]
@@ -236,7 +245,7 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
         ]
     if op == "join_update":
         joined = xs[: len(node.params["axes"])]
-        terms = _join_terms(node, joined, P)
+        terms = _join_terms(node, joined, P, piped_rows)
         if node.params["has_base"]:  # each output tile starts from its region of the base
             b = xs[-1]
             terms.append(
@@ -244,11 +253,16 @@ def profile(program: Program, node: Node, nworkers: int) -> list[Term]:
             )
         return terms
     if op == "dot":
-        return _dot_terms(node, xs, P)
+        return _dot_terms(node, xs, P, piped_rows)
     raise ValueError(f"no cost profile for operator {op!r}")
 
 
-def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
+def _keeps_rows(node: Node) -> bool:
+    """A fold that keeps its input's rows (reduces other axes): row by row."""
+    return bool(node.shape) and 0 not in node.params["axes"]
+
+
+def _join_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = None) -> list[Term]:
     me = node.id
     axes, update_axis, fixed = (
         node.params["axes"],
@@ -267,46 +281,45 @@ def _join_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
 
     if f is None:  # every input whole: one task on worker 0 (or the groups asked for)
         g = fixed or 1
-        tasks = (g, tuple(i * P // g for i in range(g)))
+        spread: JoinTasks = (g, tuple(i * P // g for i in range(g)))
         terms = [
-            Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks, P))
+            Term((x.root,), lambda r, x=x, a=a: _join_read(x.key, r.tiling, a, spread, P))
             for x, a in zip(xs, axes)
         ]
-        return terms + [Term((*roots, me), lambda *rc: update(tasks, rc[-1], rc[:-1]), update=True)]
+        return terms + [
+            Term((*roots, me), lambda *rc: update(spread, rc[-1], rc[:-1]), update=True)
+        ]
     first, fa = xs[f], axes[f]
-    terms = [
-        Term(
-            (first.root,),
-            lambda r: _join_read(
-                first.key, r.tiling, fa, _join_tasks(first.key, fa, r.tiling, P, fixed), P
-            ),
-        )
-    ]
+
+    def tasks(rf: Choice) -> JoinTasks:
+        if piped_rows and fa == 0 and not fixed:
+            return _row_tasks(first.shape, piped_rows, P)
+        return _join_tasks(first.key, fa, rf.tiling, P, fixed)
+
+    terms = [Term((first.root,), lambda r: _join_read(first.key, r.tiling, fa, tasks(r), P))]
     for i, (x, a) in enumerate(zip(xs, axes)):
         if i != f:
             terms.append(
                 Term(
                     (first.root, x.root),
-                    lambda rf, r, x=x, a=a: _join_read(
-                        x.key, r.tiling, a, _join_tasks(first.key, fa, rf.tiling, P, fixed), P
-                    ),
+                    lambda rf, r, x=x, a=a: _join_read(x.key, r.tiling, a, tasks(rf), P),
                 )
             )
     terms.append(
         Term(
             (first.root, *roots, me),
-            lambda rf, *rc: update(
-                _join_tasks(first.key, fa, rf.tiling, P, fixed), rc[-1], rc[:-1]
-            ),
+            lambda rf, *rc: update(tasks(rf), rc[-1], rc[:-1]),
             update=True,
         )
     )
     return terms
 
 
-def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
+def _dot_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = None) -> list[Term]:
     """The join_update of the chosen algorithm: ``rows`` joins X's rows with all of Y
-    and writes output rows; ``inner`` joins X's columns with Y's rows, whole outputs."""
+    and writes output rows; ``inner`` joins X's columns with Y's rows, whole outputs.
+    ``piped_rows``: computed in a row pipeline (always ``rows``), by its consumer's row
+    groups."""
     me = node.id
     x, y = xs
     inner_axes = (len(x.shape) - 1, 0)
@@ -315,6 +328,8 @@ def _dot_terms(node: Node, xs: list[_Input], P: int) -> list[Term]:
         return (0, -1) if c.impl == "rows" else inner_axes
 
     def tasks(rx: Choice, c: Choice) -> JoinTasks:
+        if piped_rows and axes(c)[0] == 0:
+            return _row_tasks(x.shape, piped_rows, P)
         return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
 
     def update(rx: Choice, ry: Choice, c: Choice) -> int:
@@ -511,6 +526,15 @@ def _join_tasks(
 
 
 @lru_cache(maxsize=4096)
+def _row_tasks(shape: Shape, rows: int, P: int) -> JoinTasks:
+    """The groups of a join computed in a row pipeline: its consumer's row groups, on
+    the workers of its rows -- as if its first joined input were cut in ``rows`` row
+    tiles (whatever that input's own tiling: a column-tiled ``x`` of ``x @ c.T`` inside
+    an argmin is read by the argmin's row tiles, on every worker)."""
+    return _join_tasks((shape, 8, None, shape), 0, Tiling.row(shape, rows), P)
+
+
+@lru_cache(maxsize=4096)
 def _slabs(shape: Shape, axis: int | None, groups: int) -> np.ndarray:
     """Slab ``g`` of ``groups`` along ``axis`` (``None``: the whole array) per group."""
     boxes = np.zeros((groups, len(shape), 2), dtype=np.int64)
@@ -653,6 +677,7 @@ def clear_cost_caches() -> None:
         _filter_read,
         _concat_read,
         _join_tasks,
+        _row_tasks,
         _join_read,
         _join_update,
         _reshape,
