@@ -63,3 +63,20 @@ def test_adam_without_a_step_is_refused_not_bias_corrected_as_the_first():
         run_kernel(np, "adam", [p, g, np.zeros(3), np.zeros(3)], {"lr": 0.1})
     p2, m, v = run_kernel(np, "adam", [p, g, np.zeros(3), np.zeros(3)], {"lr": 0.1, "step": 1})
     np.testing.assert_allclose(p2, 1 - 0.1)  # step 1: m_hat / sqrt(v_hat) = sign(g)
+
+
+def test_an_adam_graph_steps_only_with_its_step_number():
+    """Left out, the step would bias-correct every step as the first (torch's Adam
+    diverges from step 2): the serial and tiled steps refuse instead."""
+    from spartan.dnn.zoo import mlp
+
+    g = mlp(4, [6, 5, 3], optimizer="adam")
+    values = random_values(g, seed=1)
+    values.update(  # Adam's moments start at zero
+        {n: np.zeros(t.shape, t.dtype) for n, t in g.tensors.items() if n.endswith((".m", ".v"))}
+    )
+    with pytest.raises(ValueError, match="step"):
+        serial_step(g, values)
+    first, second = serial_step(g, values, step=1), serial_step(g, values, step=2)
+    w = g.params()[0].name
+    assert not np.allclose(first[w], second[w])  # the correction depends on the step

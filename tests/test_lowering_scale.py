@@ -189,3 +189,39 @@ def test_driver_time_nests_exclusively(monkeypatch):
     assert t.snapshot() == {"plan": 0.0, "lower": 5.0, "dispatch": 2.0, "wait": 8.0}
     t.reset()
     assert t.snapshot() == dict.fromkeys(base.DriverTime.PHASES, 0.0)
+
+
+def test_driver_time_phases_nest_per_thread(monkeypatch):
+    """A phase another thread has open is not around this thread's phases: each is
+    counted to its own thread's nesting (a fake clock moved by this thread only)."""
+    import threading
+
+    from spartan.backend import base
+
+    now = [0.0]
+    monkeypatch.setattr(base.time, "perf_counter", lambda: now[0])
+    t = base.DriverTime()
+    opened, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    def other() -> None:
+        with t.phase("wait"):  # opens at 1, closes at 9
+            opened.set()
+            release.wait(timeout=30)
+        closed.set()
+
+    thread = threading.Thread(target=other)
+    with t.phase("lower"):  # 0 to 10, "plan" inside it
+        now[0] = 1.0
+        thread.start()
+        assert opened.wait(timeout=30)
+        now[0] = 3.0
+        with t.phase("plan"):
+            now[0] = 5.0
+        now[0] = 9.0
+        release.set()
+        assert closed.wait(timeout=30)
+        now[0] = 10.0
+    thread.join(timeout=30)
+    # one shared stack would give plan's 2 s to the other thread's "wait" (6) and the
+    # whole "wait" to this thread's "lower" (2)
+    assert t.snapshot() == {"plan": 2.0, "lower": 8.0, "dispatch": 0.0, "wait": 8.0}

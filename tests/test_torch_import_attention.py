@@ -38,8 +38,8 @@ class MHABlock(nn.Module):
         a = self.attn(y, y, y, attn_mask=self.causal, key_padding_mask=self.pad,
                       need_weights=False)[0]  # fmt: skip
         h = x + a
-        h = h + self.attn2(h, y, y, attn_mask=self.fmask)[0]
-        return self.fc(h)
+        b, _ = self.attn2(h, y, y, attn_mask=self.fmask)  # (the weights left unread)
+        return self.fc(h + b)
 
 
 def _shape(batch_first: bool) -> tuple[int, int, int]:

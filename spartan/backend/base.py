@@ -15,18 +15,16 @@ array([ 0, -1, -2, -3])
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 
 Key = Hashable
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -85,9 +83,9 @@ class DriverTime:
     workers run each task as it is submitted, so there it includes the tasks), ``dispatch``
     (sending them, :meth:`Backend.flush`) and ``wait`` (the final wait, fetching included).
     Each phase excludes the phases timed inside it, so the four add up to the driver's
-    time in evaluations. The frontend times them (the backend never looks); one
-    evaluation runs at a time (:meth:`Backend.evaluating`), so one stack of open phases
-    suffices.
+    time in evaluations. The frontend times them (the backend never looks), inside
+    :meth:`Backend.evaluating`: one evaluation at a time, so a thread waiting for
+    another's evaluation counts nothing; each thread nests its own phases.
 
     >>> with driver_time.phase("plan"):
     ...     pass
@@ -99,8 +97,16 @@ class DriverTime:
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(self.PHASES, 0.0)
-        #: the open phases, innermost last
-        self._open: list[_OpenPhase] = []
+        #: each thread's open phases, innermost last (a phase nests only in its own
+        #: thread's: another thread's evaluation is not inside it)
+        self._threads = threading.local()
+
+    @property
+    def _open(self) -> list[_OpenPhase]:
+        stack: list[_OpenPhase] | None = getattr(self._threads, "open", None)
+        if stack is None:
+            stack = self._threads.open = []
+        return stack
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -115,19 +121,6 @@ class DriverTime:
             self.seconds[name] = self.seconds.get(name, 0.0) + spent - frame.inner
             if self._open:
                 self._open[-1].inner += spent
-
-    def timed(self, name: str) -> Callable[[_F], _F]:
-        """A decorator: every call of the function is a :meth:`phase` ``name``."""
-
-        def wrap(fn: _F) -> _F:
-            @functools.wraps(fn)
-            def run(*args: Any, **kwargs: Any) -> Any:
-                with self.phase(name):
-                    return fn(*args, **kwargs)
-
-            return run  # type: ignore[return-value]
-
-        return wrap
 
     def snapshot(self) -> dict[str, float]:
         """Seconds per phase so far (a copy)."""

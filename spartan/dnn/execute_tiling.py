@@ -54,7 +54,7 @@ def run_kernel(
     out_shape: tuple,
     batch: int,
     offsets: tuple[tuple[int, ...], ...] | None = None,
-    step: int = 1,
+    step: int | None = None,
 ) -> np.ndarray | tuple[np.ndarray, ...]:
     """Apply ``op`` to (tiles of) its inputs; ``batch`` is the full batch (loss scaling),
     ``offsets`` each input tile's first index in its tensor. The output keeps the dtype
@@ -68,7 +68,9 @@ def run_kernel(
             f"op {op.name!r}: no NumPy kernel for op type {op.type!r}; supported: {sorted(KERNELS)}"
         )
     args = [np.array(a, copy=True) if t in op.inplace else a for a, t in zip(args, op.inputs)]
-    attrs = {**op.attrs, "out_shape": tuple(out_shape), "batch": batch, "step": step}
+    attrs = {**op.attrs, "out_shape": tuple(out_shape), "batch": batch}
+    if step is not None:  # (Adam refuses to guess it)
+        attrs["step"] = step
     if offsets is not None:
         attrs["in_offsets"] = offsets
     out = kernels.run_kernel(np, op.type, args, attrs)
@@ -112,11 +114,12 @@ def random_values(graph: Graph, seed: int = 0, classes: int | None = None) -> di
 
 
 def serial_step(
-    graph: Graph, values: Mapping[str, np.ndarray], step: int = 1
+    graph: Graph, values: Mapping[str, np.ndarray], step: int | None = None
 ) -> dict[str, np.ndarray]:
     """One training step in plain NumPy on whole arrays; returns every tensor's value
     (parameters and optimizer state after their update). ``step`` is the 1-based
-    optimizer step (Adam's bias correction)."""
+    optimizer step, which Adam's bias correction needs (a graph trained with Adam is
+    refused without it)."""
     env = dict(values)
     n = _batch(graph)
     for op in graph.ops:
@@ -180,7 +183,7 @@ class _Runner:
         self.hold: dict[str, Holding] = {}
         self.predicted = 0
         self.version = itertools.count()
-        self.step = 1
+        self.step: int | None = None
 
     def cuts_of(self, tensor: str) -> list[int]:
         return [c[tensor] for c in self.plan.cuts]
@@ -295,7 +298,11 @@ class _Runner:
 
 
 def _task(
-    op: Op, out_shape: tuple, batch: int, offsets: tuple[tuple[int, ...], ...], step: int = 1
+    op: Op,
+    out_shape: tuple,
+    batch: int,
+    offsets: tuple[tuple[int, ...], ...],
+    step: int | None = None,
 ) -> Callable[..., np.ndarray | tuple[np.ndarray, ...]]:
     def sub_op(*args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         return run_kernel(op, list(args), out_shape, batch, offsets, step)
@@ -316,7 +323,7 @@ def _summer(shape: tuple[int, ...]) -> Callable[..., np.ndarray]:
 
 
 def execute(
-    plan: Plan, values: Mapping[str, np.ndarray], backend: Backend, step: int = 1
+    plan: Plan, values: Mapping[str, np.ndarray], backend: Backend, step: int | None = None
 ) -> Execution:
     """Run one training step of ``plan.graph`` on ``plan.devices`` workers.
 
@@ -324,7 +331,8 @@ def execute(
     graph is built: ``mlp(..., optimizer="adam")``, ``from_torch(..., optimizer=...)``);
     its state tensors (``"w.m"``, ``"w.v"``) are sources like the parameters (zeros
     before the first step) and come back updated. ``step`` is the 1-based optimizer
-    step, which Adam's bias correction needs (as torch.optim.Adam counts it).
+    step, which Adam's bias correction needs (as torch.optim.Adam counts it; a graph
+    trained with Adam is refused without it).
     ``values`` gives every source tensor (inputs, labels, parameters, gradient seeds);
     returns every tensor's final value, the bytes the fetch lists predict, the bytes the
     backend measured between workers, and the plan's cost-model bytes.
@@ -332,7 +340,7 @@ def execute(
     if plan.unit != "bytes":
         raise ValueError("execute needs a plan costed in bytes")
     run = _Runner(plan, backend)
-    run.step = int(step)
+    run.step = None if step is None else int(step)
     run.put_sources(values)
     backend.wait()
     backend.reset_stats()

@@ -574,16 +574,21 @@ class _Importer:
     def multihead_attention(self, node: Any, m: Any, args: list[Any], n: str) -> tuple:
         """torch's MultiheadAttention: q/k/v from ``in_proj_weight`` (rows q, k, v; torch's
         (3E, E) layout), scaled dot-product attention per head, then ``out_proj``. The
-        attention weights (need_weights=True) are refused if the model reads them."""
+        attention weights are refused if the model reads them (an unused ``_`` of
+        ``out, _ = mha(x, x, x)`` is fine)."""
         names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
                  "average_attn_weights", "is_causal")  # fmt: skip
         kwargs = {k: self.val(v) for k, v in node.kwargs.items()}
         p = self.bind(args, kwargs, names, key_padding_mask=None, need_weights=True,
                       attn_mask=None, average_attn_weights=True, is_causal=False)  # fmt: skip
-        for user in node.users:
-            if not (user.op == "call_function" and user.target is operator.getitem
-                    and user.args[1] == 0):  # fmt: skip
-                raise self.refuse("MultiheadAttention's attention weights (need_weights=True)")
+        for user in node.users:  # (``out, _ = mha(...)`` makes an unused getitem 1)
+            item = user.args[1] if user.target is operator.getitem else None
+            if item == 0 or (item == 1 and not user.users):
+                continue
+            raise self.refuse(
+                "reading MultiheadAttention's attention weights "
+                f"(need_weights={p['need_weights']}; only the output [0] is imported)"
+            )
         if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
             raise self.refuse("MultiheadAttention with kdim/vdim, add_bias_kv or add_zero_attn")
         q, k, v = (self.tensor(p[a], f"the {a} of MultiheadAttention") for a in names[:3])
