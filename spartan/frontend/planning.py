@@ -260,7 +260,7 @@ class Planned:
         out: dict[int, int] = {}
         for key, term in zip(keys, terms):
             mine = plan.choice[nid]
-            if piped and node.shape:
+            if rows is not None:  # (piped, with rows to cut)
                 whole = False
                 if node.op == "map":
                     shape = program[key].shape
@@ -356,7 +356,7 @@ def _learn() -> None:
         planned.record(measured)
 
 
-def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Planned]:
+def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Planned | None]:
     """A tiling for every node of ``order``, chosen by the optimizer.
 
     User-fixed tilings win over the plan; evaluated inputs enter as fixed sources.
