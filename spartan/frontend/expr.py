@@ -159,6 +159,11 @@ class Expr:
 
     # -- fusion (spartan.frontend.evaluate.fusable) ------------------------------------
 
+    #: bytes its lowering moved that only the lowering could count (data-dependent: a
+    #: filter's even re-cut of the parts it counted), added to the plan's prediction
+    #: once the node is lowered (:meth:`spartan.frontend.planning.Planned.lowered`)
+    counted_bytes = 0
+
     #: the node may be computed inside its consumers' tasks instead of into tiles of
     #: its own: a map, whose function joins the consumer's kernel (consumers inline it
     #: through :meth:`spartan.frontend.map.Map.tree`, so only maps set this)

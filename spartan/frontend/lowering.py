@@ -29,6 +29,8 @@ class RowInputLike(Protocol):
     axis: int
     #: (leaf, read by rows?) in the order of their blocks
     leaves: list[tuple[Expr, bool]]
+    #: the expression computed in the chunks (a tree over the leaves)
+    tree: Any
 
     def regions(self, ctx: Any, rows: tuple[int, int], reader: int, whole: Any) -> list: ...
 

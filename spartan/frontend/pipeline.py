@@ -42,8 +42,8 @@ from spartan.backend.worker import stop_if_cancelled
 from spartan.config import config
 from spartan.frontend.expr import Expr
 from spartan.frontend.fold import reduce_rows
-from spartan.frontend.join_update import Extent
-from spartan.frontend.lowering import chunk_rows
+from spartan.frontend.join_update import Extent, JoinUpdate
+from spartan.frontend.lowering import Lowering, chunk_rows
 from spartan.frontend.view import View, base_of
 from spartan.tiling import Box, Tiling
 
@@ -193,7 +193,7 @@ def row_pipelines(
     return pipes, used
 
 
-def pipeline_rows(ctx: Any, order: Sequence[Expr]) -> dict[int, int]:
+def pipeline_rows(ctx: Lowering, order: Sequence[Expr]) -> dict[int, int]:
     """The row groups each pipelined node is computed in, by uid: its consumer join's
     group count (:meth:`~spartan.frontend.join_update.JoinUpdate.group_count`, the
     lowering's own rule), for the cost model to price the node as it runs. Other
@@ -201,10 +201,9 @@ def pipeline_rows(ctx: Any, order: Sequence[Expr]) -> dict[int, int]:
     rows: dict[int, int] = {}
     for node in order:
         ris = ctx.pipelines.get(node.uid)
-        count = getattr(node, "group_count", None)
-        if not ris or count is None:
+        if not ris or not isinstance(node, JoinUpdate):
             continue
-        groups = count(ctx)
+        groups = node.group_count(ctx)
         for ri in ris:
             for uid in _uids(ri.tree):
                 rows[uid] = max(rows.get(uid, 0), groups)

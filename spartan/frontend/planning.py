@@ -184,7 +184,7 @@ class Planned:
         could count (``counted_bytes``: a filter's result is cut evenly once its tiles'
         selected elements are counted, and the parts that land on another worker move;
         the model, before counting, keeps the parts where their rows were)."""
-        extra = getattr(node, "counted_bytes", 0)
+        extra = node.counted_bytes
         nid = self.node_of.get(node.uid)
         if extra and nid is not None and nid in self.plan.predicted:
             if self.plan.predicted is self._shared_predicted:
