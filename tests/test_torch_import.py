@@ -10,12 +10,13 @@ executors. CI does not install torch: the module is skipped there.
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from dnn_steps import swapped_step  # noqa: E402
 
 from spartan.dnn.execute_tiling import execute, serial_step  # noqa: E402
 from spartan.dnn.graph import Phase  # noqa: E402
@@ -139,9 +140,6 @@ def test_transformer_step_in_placement_executor_equals_torch(local_backend):
 
 
 def test_cnn_step_in_swap_executor_equals_torch():
-    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
-    from spartan.dnn.swap.executor import run_emulated
-
     tw = torch_twin("cnn", batch=BATCH)
     g, xs = tw.graph, _inputs(tw)
     with torch.no_grad():
@@ -149,14 +147,7 @@ def test_cnn_step_in_swap_executor_equals_torch():
     labels = _labels(tw, out)
     loss, params = _torch_step(tw, xs, labels)
     values = _values(tw, g, xs, labels)
-    state = {t.name: values[t.name] for t in g.params()}
-    feeds = {k: v for k, v in values.items() if k not in state}
-    total = sum(t.nbytes for t in g.tensors.values())
-    wl = Workload.from_graph(
-        g, op_times={o.name: 1.0 for o in g.ops}, capacity=total, host_bw=1.0, keep=["loss:out"]
-    )
-    sp = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
-    got = run_emulated(sp, g, feeds, state)
+    got = swapped_step(g, values)
     np.testing.assert_allclose(got.outputs[0]["loss:out"], loss, rtol=1e-5)
     for n, ref in params.items():
         np.testing.assert_allclose(got.state[n], ref, rtol=1e-4, atol=1e-6, err_msg=n)

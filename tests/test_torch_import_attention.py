@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from dnn_steps import swapped_step  # noqa: E402
+
 from spartan.dnn.execute_tiling import execute, serial_step  # noqa: E402
 from spartan.dnn.tiling import plan  # noqa: E402
 from spartan.dnn.torch_import import UnsupportedTorchOp, from_torch, torch_parameters  # noqa: E402
@@ -130,12 +132,8 @@ def _torch_step(model, x, labels, lr=0.01):
 def test_multihead_attention_step_in_executors_equals_torch(local_backend, batch_first):
     """A training step of the MHA block tiled on 2 local workers, placed on 2 devices and
     run under a swap plan."""
-    import random
-
     from spartan.dnn.placement.execute import run_step
     from spartan.dnn.placement.taskgraph import TaskGraph
-    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
-    from spartan.dnn.swap.executor import run_emulated
 
     torch.manual_seed(0)
     model = MHABlock(batch_first)
@@ -150,14 +148,7 @@ def test_multihead_attention_step_in_executors_equals_torch(local_backend, batch
     np.testing.assert_allclose(run.values["loss:out"], loss, rtol=1e-5)
     tg = TaskGraph.from_graph(g, op_time=lambda op: 1.0)
     placed = run_step(g, tg, np.arange(tg.n) % 2, values)
-    state = {t.name: values[t.name] for t in g.params()}
-    feeds = {k: v for k, v in values.items() if k not in state}
-    total = sum(t.nbytes for t in g.tensors.values())
-    wl = Workload.from_graph(
-        g, op_times={o.name: 1.0 for o in g.ops}, capacity=total, host_bw=1.0, keep=["loss:out"]
-    )
-    sp = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
-    swapped = run_emulated(sp, g, feeds, state)
+    swapped = swapped_step(g, values)
     np.testing.assert_allclose(swapped.outputs[0]["loss:out"], loss, rtol=1e-5)
     for n, ref in params.items():
         np.testing.assert_allclose(run.values[n], ref, rtol=1e-4, atol=1e-6, err_msg=n)

@@ -1,0 +1,30 @@
+"""One training step of an imported graph under a swap plan, for the torch tests."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from spartan.dnn.graph import Graph
+
+
+def swapped_step(graph: Graph, values: dict[str, np.ndarray]) -> Any:
+    """``graph``'s step run (emulated device) under a swap plan of a random pool with
+    room for every tensor: the parameters are its state, the rest its feeds."""
+    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
+    from spartan.dnn.swap.executor import run_emulated
+
+    state = {t.name: values[t.name] for t in graph.params()}
+    feeds = {k: v for k, v in values.items() if k not in state}
+    total = sum(t.nbytes for t in graph.tensors.values())
+    wl = Workload.from_graph(
+        graph,
+        op_times={o.name: 1.0 for o in graph.ops},
+        capacity=total,
+        host_bw=1.0,
+        keep=["loss:out"],
+    )
+    plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
+    return run_emulated(plan, graph, feeds, state)
