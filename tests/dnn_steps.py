@@ -28,3 +28,23 @@ def swapped_step(graph: Graph, values: dict[str, np.ndarray]) -> Any:
     )
     plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
     return run_emulated(plan, graph, feeds, state)
+
+
+def worker_swapped_step(graph: Graph, values: dict[str, np.ndarray], backend: Any) -> Any:
+    """``graph``'s step on spartan worker 0 of ``backend`` as the device, its memory
+    limited to the smallest valid pool (plus one op's in-place updates), so that it must
+    swap to the driver's memory; returns the run and the plan."""
+    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
+    from spartan.dnn.swap.workers import inplace_slack, run_on_worker
+
+    state = {t.name: values[t.name] for t in graph.params()}
+    feeds = {k: v for k, v in values.items() if k not in state}
+    wl = Workload.from_graph(
+        graph, op_times={o.name: 1.0 for o in graph.ops}, capacity=1.0, host_bw=1.0,
+        keep=["loss:out"],
+    )  # fmt: skip
+    pm = PoolModel(wl)
+    wl = wl.with_capacity(pm.bytes(pm.smallest))
+    plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).smallest)
+    limit = int(wl.capacity) + inplace_slack(plan)
+    return run_on_worker(plan, graph, feeds, state, backend=backend, memory_limit=limit), plan

@@ -96,6 +96,18 @@ def test_worker_device_rejects_byte_budget_plans(local_backend, mlp_case):
         run_on_worker(plan_swaps(wl, wl.default_schedule(), wl.capacity), g, feeds, state)
 
 
+def test_worker_device_refuses_a_pool_above_its_memory_limit(local_backend, mlp_case):
+    from spartan.dnn.swap.workers import inplace_slack, run_on_worker
+
+    g, wl, feeds, state, _ = mlp_case
+    plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(3)))
+    fits = plan.pool_bytes + inplace_slack(plan)
+    with pytest.raises(ValueError, match="does not fit memory_limit"):
+        run_on_worker(plan, g, feeds, state, backend=local_backend, memory_limit=fits - 1)
+    got = run_on_worker(plan, g, feeds, state, backend=local_backend, memory_limit=fits)
+    assert got.peak_device_bytes <= fits
+
+
 def test_executor_catches_a_broken_plan(mlp_case):
     g, wl, feeds, state, _ = mlp_case
     plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))

@@ -98,7 +98,7 @@ def test_sdpa_masks_forward_equal_torch(mask):
     _check_forward(SDPA(), torch.randn(BATCH, SEQ, D))
 
 
-def test_attention_weights_and_input_masks_are_refused():
+def test_attention_weights_are_refused():
     class Weights(nn.Module):
         def __init__(self):
             super().__init__()
@@ -110,13 +110,7 @@ def test_attention_weights_and_input_masks_are_refused():
 
     with pytest.raises(UnsupportedTorchOp, match="attention weights"):
         from_torch(Weights(), (BATCH, SEQ, D), training=False)
-
-    class InputMask(nn.Module):
-        def forward(self, x, m):
-            return F.scaled_dot_product_attention(x, x, x, attn_mask=m)
-
-    with pytest.raises(UnsupportedTorchOp, match="mask computed from the inputs"):
-        from_torch(InputMask(), [(BATCH, SEQ, D), (SEQ, SEQ)], training=False)
+    # (masks held by input tensors are imported: tests/test_dnn_input_masks.py)
 
 
 def _torch_step(model, x, labels, lr=0.01):

@@ -76,6 +76,8 @@ def run_kernel(
     out = kernels.run_kernel(np, op.type, args, attrs)
     floats = [a.dtype for a in args if np.issubdtype(a.dtype, np.floating)]
     dtype = floats[0] if floats else None
+    if np.asarray(out[0] if isinstance(out, tuple) else out).dtype == np.bool_:
+        dtype = None  # a comparison's mask stays bool
     if isinstance(out, tuple):  # an optimizer with state: every output has the param's shape
         return tuple(np.asarray(o, dtype=dtype).reshape(out_shape) for o in out)
     return np.asarray(out, dtype=dtype).reshape(out_shape)

@@ -351,6 +351,33 @@ def _attn_mask_grad(xp, ins, attrs):
     return dy * xp.isfinite(_mask_tile(xp, dy, attrs))
 
 
+def _additive(xp, mask: Array, attrs: dict, dtype: Any) -> Array:
+    """A mask tensor as an additive mask of ``dtype``: a bool mask keeps its ``True``
+    entries (``keep_if_true``, SDPA's meaning) or masks them (MultiheadAttention's);
+    a float mask is added as it is."""
+    if mask.dtype == bool:
+        keep = mask if attrs.get("keep_if_true", True) else ~mask
+        return xp.where(keep, xp.asarray(0, dtype=dtype), xp.asarray(-xp.inf, dtype=dtype))
+    return mask.astype(dtype, copy=False)
+
+
+def _input_mask(xp, ins, attrs):
+    """Scores plus a mask given as a tensor (a model input, or computed from one), which
+    broadcasts against the scores; under a tiling the mask's tile is aligned with the
+    scores' tile on every axis where the mask is not 1 long, so broadcasting is exact."""
+    x, mask = ins
+    return x + _additive(xp, mask, attrs, x.dtype)
+
+
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}  # fmt: skip
+
+
+def _masked_fill(xp, ins, attrs):
+    x, mask = ins
+    return xp.where(mask, xp.asarray(attrs["value"], dtype=x.dtype), x)
+
+
 def _softmax(xp, ins, attrs):
     z = ins[0] - ins[0].max(axis=-1, keepdims=True)
     e = xp.exp(z)
@@ -448,9 +475,9 @@ def _adam(xp, ins, attrs):
     b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
     if "step" not in attrs:  # (a step assumed would bias-correct every step as the first)
         raise ValueError(
-            "adam needs the optimizer's 1-based step for its bias correction: the tiling "
-            "executor and serial_step take step=; the swap and placement executors run "
-            "sgd and momentum only"
+            "adam needs the optimizer's 1-based step for its bias correction: pass step= "
+            "to the executor (execute, serial_step, run_step, run_serial, run_emulated, "
+            "run_on_worker, ...)"
         )
     t = int(attrs["step"])
     m *= b1
@@ -506,6 +533,14 @@ KERNELS: dict[str, Kernel] = {
     "causal_mask_grad": lambda xp, ins, a: ins[0] * _causal_allowed(xp, ins[0], a),
     "attn_mask": _attn_mask,
     "attn_mask_grad": _attn_mask_grad,
+    "input_mask": _input_mask,
+    "compare": lambda xp, ins, a: getattr(xp, _COMPARE[a["cmp"]])(ins[0], a["value"]),
+    "logical_not": lambda xp, ins, a: xp.logical_not(ins[0]),
+    "masked_fill": _masked_fill,
+    "masked_fill_grad": lambda xp, ins, a: xp.where(ins[1], xp.zeros_like(ins[0]), ins[0]),
+    "input_mask_grad": lambda xp, ins, a: (
+        ins[0] * xp.isfinite(_additive(xp, ins[1], a, ins[0].dtype))
+    ),
     "softmax": _softmax,
     "softmax_grad": _softmax_grad,
     "embedding": _embedding,
@@ -545,7 +580,8 @@ def run_kernel(xp: Any, op_type: str, inputs: Sequence[Array], attrs: dict) -> A
 class OpTask:
     """One op as a picklable task function for spartan workers: inputs the op updates in
     place are copied first (a stored value is immutable on Ray), and every output comes
-    back as a new NumPy array. Used by the swap and placement executors.
+    back as a new NumPy array. Used by the swap and placement executors. ``step`` is the
+    1-based optimizer step (Adam's bias correction needs it; other ops ignore it).
 
     >>> from types import SimpleNamespace
     >>> import numpy as np
@@ -554,8 +590,10 @@ class OpTask:
     [0.0, 2.0]
     """
 
-    def __init__(self, op: Any) -> None:
+    def __init__(self, op: Any, step: int | None = None) -> None:
         self.type, self.attrs = op.type, dict(op.attrs)
+        if step is not None:  # (Adam refuses to guess it)
+            self.attrs["step"] = int(step)
         self.copy = [i for i, t in enumerate(op.inputs) if t in op.inplace]
 
     def __call__(self, *ins: Any) -> Any:

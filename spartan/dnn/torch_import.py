@@ -81,6 +81,15 @@ class _Const:
 
 
 @dataclass(frozen=True)
+class _MaskTensor:
+    """An attention mask held by a graph tensor (a model input, or computed from one):
+    added to the scores at run time by an ``input_mask`` op."""
+
+    ref: _Ref
+    keep_if_true: bool  # bool masks: True keeps (SDPA) or masks (MultiheadAttention)
+
+
+@dataclass(frozen=True)
 class _Meta:
     """Recorded shape and dtype of a tensor a node produced."""
 
@@ -301,10 +310,12 @@ class _Importer:
         name: str,
         causal: bool = False,
         mask: np.ndarray | None = None,
+        runtime: Sequence[_MaskTensor] = (),
     ) -> _Ref:
         """softmax(q k^T * scale + mask) v over the last two axes (leading axes are
         batch); with ``causal`` query i attends to keys j <= i. ``mask`` is additive
-        (float; -inf where masked) and broadcasts to the scores' shape."""
+        (float; -inf where masked) and broadcasts to the scores' shape; ``runtime`` masks
+        are tensors that broadcast to the scores' full shape (q's leading axes, L, S)."""
         sq, sk, sv = self.shape(q), self.shape(k), self.shape(v)
         if len(sq) < 3 or sq[:-2] != sk[:-2] or sk[:-1] != sv[:-1] or sq[-1] != sk[-1]:
             raise self.refuse(f"attention over shapes {sq}, {sk}, {sv}")
@@ -329,20 +340,40 @@ class _Importer:
             lead_is_one = all(d == 1 for d in mask.shape[:-2]) or mask.ndim <= 2
             m = m[(0,) * (m.ndim - 2)] if lead_is_one else m.reshape(lead, *full[-2:])
             s = self.net.attn_mask(s, np.ascontiguousarray(m), name=f"{name}.mask")
+        if runtime:  # on the scores' full shape, so that the masks broadcast as in torch
+            full = (*sq[:-1], sk[-2])
+            s4 = self.reshape(_Ref(s), full, f"{name}.full")
+            for i, rm in enumerate(runtime):
+                sm = self.shape(rm.ref)
+                try:
+                    fits = np.broadcast_shapes(sm, full) == full
+                except ValueError:
+                    fits = False
+                if not fits:
+                    raise self.refuse(f"an attention mask of shape {sm} for scores {full}")
+                s4 = _Ref(self.net.input_mask(s4.name, rm.ref.name, rm.keep_if_true,
+                                              name=f"{name}.input_mask{i}"))  # fmt: skip
+            s = self.reshape(s4, (lead, *full[-2:]), f"{name}.lead").name
         p = self.net.softmax(s, name=f"{name}.softmax")
         ctx = _Ref(self.net.batch_matmul(p, v3.name, name=name))
         return self.reshape(ctx, (*sq[:-1], sv[-1]), f"{name}.unflat")
 
+    def mask_tensor(self, m: Any, keep_if_true: bool) -> _MaskTensor | None:
+        """An attention mask held by a graph tensor (an input, or computed from one), or
+        None for no mask or a constant one (:meth:`additive_mask`)."""
+        if not isinstance(m, _Ref):
+            return None
+        dtype = self.net.graph.tensors[m.name].dtype
+        if dtype != "bool" and not dtype.startswith(("float", "bfloat")):
+            raise self.refuse(f"an attention mask of dtype {dtype} (bool or float only)")
+        return _MaskTensor(m, keep_if_true)
+
     def additive_mask(self, m: Any, keep_if_true: bool) -> np.ndarray | None:
         """A constant attention mask as an additive float mask (0 or -inf for a bool
-        mask: SDPA keeps ``True`` entries, MultiheadAttention masks them out)."""
-        if m is None:
+        mask: SDPA keeps ``True`` entries, MultiheadAttention masks them out); None for
+        no mask or one held by a tensor (:meth:`mask_tensor`)."""
+        if m is None or isinstance(m, _Ref):
             return None
-        if isinstance(m, _Ref):
-            raise self.refuse(
-                "an attention mask computed from the inputs (only constant masks: built in "
-                "forward from shapes, or a buffer)"
-            )
         if not isinstance(m, _Const):
             raise self.refuse(f"an attention mask of type {type(m).__name__}")
         a = m.value
@@ -623,7 +654,18 @@ class _Importer:
         if kpm is not None:  # (N, S) -> (N, 1, 1, S)
             kpm = kpm.reshape(nb, 1, 1, ls)
             mask = kpm if mask is None else mask + kpm
-        ctx = self.attention(qh, kh, vh, None, f"{n}.attn", mask=mask)  # (N, H, L, hd)
+        runtime = []  # masks held by tensors: the same reshapes, as graph ops
+        am = self.mask_tensor(p["attn_mask"], keep_if_true=False)
+        if am is not None:
+            if len(self.shape(am.ref)) == 3:
+                am = _MaskTensor(self.reshape(am.ref, (nb, h, lq, ls), f"{n}.attn_mask4"), False)
+            runtime.append(am)
+        kt = self.mask_tensor(p["key_padding_mask"], keep_if_true=False)
+        if kt is not None:
+            if self.shape(kt.ref) != (nb, ls):
+                raise self.refuse(f"a key_padding_mask of shape {self.shape(kt.ref)}")
+            runtime.append(_MaskTensor(self.reshape(kt.ref, (nb, 1, 1, ls), f"{n}.kpm4"), False))
+        ctx = self.attention(qh, kh, vh, None, f"{n}.attn", mask=mask, runtime=runtime)
         perm = (0, 2, 1, 3) if m.batch_first else (2, 0, 1, 3)
         ctx = _Ref(self.net.transpose(ctx.name, perm, name=f"{n}.ctx"))
         ctx = self.reshape(ctx, (*self.shape(ctx)[:2], e), f"{n}.merge")
@@ -686,6 +728,22 @@ class _Importer:
                 if kwargs.get("alpha", 1) != 1 or kwargs.get("rounding_mode") is not None:
                     raise self.refuse(f"{name} with alpha or rounding_mode")
                 return self.arith(name, args[0], args[1], n)
+        compare = {"eq": (operator.eq, torch.eq), "ne": (operator.ne, torch.ne),
+                   "lt": (operator.lt, torch.lt), "le": (operator.le, torch.le),
+                   "gt": (operator.gt, torch.gt), "ge": (operator.ge, torch.ge)}  # fmt: skip
+        for name, fns in compare.items():
+            if is_(*fns) or meth(name):
+                x, value = args[0], args[1]
+                if not isinstance(x, _Ref) or not isinstance(value, int | float):
+                    raise self.refuse(f"{name} other than between a tensor and a number")
+                return _Ref(self.net.compare(x.name, name, float(value), name=n))
+        if is_(operator.invert, torch.logical_not) or meth("logical_not", "__invert__"):
+            x = self.tensor(args[0], "a logical not of")
+            if self.net.graph.tensors[x.name].dtype != "bool":
+                raise self.refuse("~ of a tensor that is not bool")
+            return _Ref(self.net.logical_not(x.name, name=n))
+        if is_(torch.masked_fill) or meth("masked_fill"):
+            return self.masked_fill(args, kwargs, n)
         if is_(operator.neg, torch.neg) or meth("neg"):
             return _Ref(self.net.scale(self.tensor(args[0], "neg of").name, -1.0, name=n))
         if is_(operator.matmul, torch.matmul, torch.bmm, torch.mm) or meth("matmul", "bmm", "mm"):
@@ -731,7 +789,9 @@ class _Importer:
                 raise self.refuse("scaled_dot_product_attention with dropout or GQA")
             q, k, v = (self.tensor(p[a], "an attention operand") for a in names[:3])
             mask = self.additive_mask(p["attn_mask"], keep_if_true=True)
-            return self.attention(q, k, v, p["scale"], n, bool(p["is_causal"]), mask)
+            rt = self.mask_tensor(p["attn_mask"], keep_if_true=True)
+            return self.attention(q, k, v, p["scale"], n, bool(p["is_causal"]), mask,
+                                  runtime=[rt] if rt else [])  # fmt: skip
         if is_(torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze) or meth(
             "view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as", "reshape_as"
         ):
@@ -765,6 +825,36 @@ class _Importer:
             return x
         what = f"method .{fn}()" if method else f"function {self.target_name(node)}"
         raise self.refuse(what)
+
+    def masked_fill(self, args: list[Any], kwargs: dict[str, Any], name: str) -> _Ref:
+        """``x.masked_fill(mask, value)``: a bool mask held by a tensor (an input, or
+        computed from one) gives a ``masked_fill`` op; a constant mask is allowed with
+        ``value=-inf`` (attention's form) and becomes a constant ``attn_mask``."""
+        p = self.bind(args, kwargs, ("input", "mask", "value"))
+        x = self.tensor(p["input"], "masked_fill of")
+        mask, value = p["mask"], p["value"]
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise self.refuse(f"masked_fill with a value of type {type(value).__name__}")
+        sx = self.shape(x)
+        if isinstance(mask, _Ref):
+            if self.net.graph.tensors[mask.name].dtype != "bool":
+                raise self.refuse("masked_fill with a mask that is not bool")
+            try:
+                return _Ref(self.net.masked_fill(x.name, mask.name, float(value), name=name))
+            except ValueError as e:
+                raise self.refuse(
+                    f"masked_fill of shape {sx} with a {self.shape(mask)} mask"
+                ) from e
+        if not isinstance(mask, _Const) or mask.value.dtype != np.bool_:
+            raise self.refuse("masked_fill with a mask that is not a bool tensor")
+        m = mask.value
+        if value != -math.inf:
+            raise self.refuse("masked_fill of a constant mask with a value other than -inf")
+        if m.ndim > len(sx) or np.broadcast_shapes(m.shape, sx) != sx:
+            raise self.refuse(f"masked_fill of shape {sx} with a {m.shape} mask")
+        full = m.reshape((1,) * (len(sx) - m.ndim) + m.shape)
+        additive = np.where(full, -np.inf, 0.0)
+        return _Ref(self.net.attn_mask(x.name, np.ascontiguousarray(additive), name=name))
 
     def index(self, x: _Ref, idx: Any, name: str) -> _Ref:
         """Basic indexing ``x[...]`` with ints, unit-step slices, ``None`` and ``...``:

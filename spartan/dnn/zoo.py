@@ -81,8 +81,14 @@ class Net:
         if self._built:
             raise RuntimeError("Net already built; create a new Net to add layers")
         op_name = name or self._unique(type)
+        # Layout ops keep their input's dtype (a reshaped bool mask stays bool: executors
+        # that store tensors by their declared dtype would turn it into 0/1 floats).
+        keeps = type in _LAYOUT_OPS and inputs
+        dtype = self.graph.tensors[inputs[0]].dtype if keeps else self.dtype
+        if type in ("compare", "logical_not"):
+            dtype = "bool"
         out = self.graph.add_tensor(
-            f"{op_name}:out", tuple(out_shape), TensorKind.ACTIVATION, self.dtype
+            f"{op_name}:out", tuple(out_shape), TensorKind.ACTIVATION, dtype
         ).name
         self.graph.add_op(op_name, type, inputs, [out], Phase.FORWARD, flops, attrs)
         return out
@@ -318,6 +324,45 @@ class Net:
             raise ValueError(f"attn_mask: a {m.shape} mask for scores of {self.shape(x)}")
         return self.op("attn_mask", [x], self.shape(x), math.prod(self.shape(x)), name, mask=m)
 
+    def input_mask(
+        self, x: str, mask: str, keep_if_true: bool = True, name: str | None = None
+    ) -> str:
+        """Add the mask held by tensor ``mask`` (an input, or computed from one) to attention
+        scores ``x``: a float mask is added as it is; a bool mask keeps its ``True``
+        entries (``keep_if_true``, as torch's scaled_dot_product_attention) or masks them
+        (MultiheadAttention's ``attn_mask``/``key_padding_mask``). ``mask`` broadcasts
+        against ``x`` (trailing axes aligned, axes of length 1 broadcast)."""
+        sx, sm = self.shape(x), self.shape(mask)
+        if len(sm) > len(sx) or any(m not in (1, d) for m, d in zip(sm[::-1], sx[::-1])):
+            raise ValueError(f"input_mask: a {sm} mask does not broadcast to scores of {sx}")
+        size = math.prod(sx)
+        return self.op("input_mask", [x, mask], sx, size, name, keep_if_true=bool(keep_if_true))
+
+    def compare(self, x: str, cmp: str, value: float, name: str | None = None) -> str:
+        """The bool tensor ``x <cmp> value`` (``cmp``: eq, ne, lt, le, gt, ge), e.g. a
+        padding mask from token ids; it carries no gradient."""
+        if cmp not in _COMPARISONS:
+            raise ValueError(f"compare: unknown comparison {cmp!r}; one of {sorted(_COMPARISONS)}")
+        size = math.prod(self.shape(x))
+        return self.op("compare", [x], self.shape(x), size, name, cmp=cmp, value=float(value))
+
+    def logical_not(self, x: str, name: str | None = None) -> str:
+        """``~x`` of a bool tensor."""
+        if self.graph.tensors[x].dtype != "bool":
+            raise ValueError(f"logical_not of {x!r}: a {self.graph.tensors[x].dtype} tensor")
+        return self.op("logical_not", [x], self.shape(x), math.prod(self.shape(x)), name)
+
+    def masked_fill(self, x: str, mask: str, value: float, name: str | None = None) -> str:
+        """``x`` with ``value`` where the bool tensor ``mask`` (broadcast against ``x``)
+        is True, as torch's ``masked_fill``; no gradient flows to filled entries."""
+        sx, sm = self.shape(x), self.shape(mask)
+        if self.graph.tensors[mask].dtype != "bool":
+            raise ValueError(f"masked_fill: the mask {mask!r} is not a bool tensor")
+        if len(sm) > len(sx) or any(m not in (1, d) for m, d in zip(sm[::-1], sx[::-1])):
+            raise ValueError(f"masked_fill: a {sm} mask does not broadcast to {sx}")
+        size = math.prod(sx)
+        return self.op("masked_fill", [x, mask], sx, size, name, value=float(value))
+
     def scale(self, x: str, factor: float, name: str | None = None) -> str:
         return self.op("scale", [x], self.shape(x), math.prod(self.shape(x)), name, factor=factor)
 
@@ -367,6 +412,9 @@ class Net:
         return g
 
 
+_LAYOUT_OPS = frozenset({"reshape", "transpose", "slice", "concat"})
+_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
 # ---- reverse-mode differentiation -------------------------------------------------------
 
 # For each op type: per differentiable input index, the forward tensors its gradient op
@@ -393,9 +441,12 @@ _SAVED: dict[str, dict[int, tuple[str, ...]]] = {
     "scale": {0: ()},
     "causal_mask": {0: ()},
     "attn_mask": {0: ()},
+    "input_mask": {0: ("x1",)},
+    "masked_fill": {0: ("x1",)},
     "embedding": {1: ("x0",)},
     "softmax_xent": {0: ("x0", "x1")},
 }
+_FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16"})
 _ONE = "<d(loss)/d(loss)>"  # the implicit unit gradient of a scalar loss; never a tensor
 # Gradients that pass dy through unchanged (no op: the gradient tensor is aliased).
 _IDENTITY: dict[str, tuple[int, ...]] = {"bias_add": (0,), "add": (0, 1)}
@@ -419,8 +470,8 @@ def backward(graph: Graph, root: str, seed: bool = False) -> dict[str, str]:
     needs: set[str] = {t.name for t in graph.params()}
     fwd = [o for o in graph.ops if o.phase is Phase.FORWARD]
     for op in fwd:
-        if any(t in needs for t in op.inputs):
-            needs.update(op.outputs)
+        if any(t in needs for t in op.inputs):  # (bool and int tensors carry no gradient)
+            needs.update(t for t in op.outputs if graph.tensors[t].dtype in _FLOAT_DTYPES)
     if root not in needs:
         raise ValueError(f"{root!r} does not depend on any parameter")
     fan: dict[str, int] = {}  # gradient contributions each tensor will receive

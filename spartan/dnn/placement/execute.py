@@ -97,13 +97,14 @@ def final_tensors(graph: Graph) -> list[str]:
 
 
 def run_serial(
-    graph: Graph, values: Mapping[str, np.ndarray]
+    graph: Graph, values: Mapping[str, np.ndarray], step: int | None = None
 ) -> tuple[dict[str, np.ndarray], list[float]]:
-    """The step in one process: final tensors and the measured seconds of every op."""
+    """The step in one process: final tensors and the measured seconds of every op.
+    ``step`` is the 1-based optimizer step (Adam's bias correction needs it)."""
     env = {k: np.array(v, copy=True) for k, v in values.items()}
     seconds = []
     for op in graph.ops:
-        kernel = OpTask(op)
+        kernel = OpTask(op, step)
         t0 = perf_counter()
         out = kernel(*(env[t] for t in op.inputs))
         seconds.append(perf_counter() - t0)
@@ -118,6 +119,7 @@ def run_step(
     values: Mapping[str, np.ndarray],
     backend: Any = None,
     order: Sequence[int] | None = None,
+    step: int | None = None,
 ) -> StepRun:
     """Execute one step of ``graph`` placed by ``assign`` (over ``tg``'s nodes, as built by
     :meth:`TaskGraph.from_graph`) on the spartan workers; device ``d`` is worker ``d``.
@@ -126,6 +128,8 @@ def run_step(
     order; producers must come before readers). It can matter on Ray: a worker serves a
     piece to another after every call sent to it earlier, so sending ops in the order a
     schedule runs them (:func:`schedule_order`) spares a reader unrelated earlier work.
+    ``step`` is the 1-based optimizer step, as torch.optim.Adam counts it: a graph
+    trained with Adam needs it for the bias correction (its op raises ValueError without).
     """
     import spartan
 
@@ -173,7 +177,7 @@ def run_step(
     t0 = perf_counter()
     for pos, j in enumerate(sequence):
         ins, outs = keys[j]
-        be.submit(int(a[len(sources) + j]), OpTask(graph.ops[j]), ins, outs)
+        be.submit(int(a[len(sources) + j]), OpTask(graph.ops[j], step), ins, outs)
         dead = [k for k in dict.fromkeys(ins) if last_read[k] == pos and k not in final]
         if dead:
             be.delete(dead)

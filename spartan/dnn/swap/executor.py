@@ -100,19 +100,29 @@ def run_unconstrained(
     state: Mapping[str, np.ndarray],
     iterations: int = 1,
     keep: Sequence[str] = (),
+    step: int | None = None,
 ) -> RunResult:
-    """Reference: every tensor in host memory, ops in graph order."""
+    """Reference: every tensor in host memory, ops in graph order. ``step`` is the 1-based
+    optimizer step of the first iteration (iteration ``i`` runs step ``step + i``); a
+    graph trained with Adam needs it for the bias correction."""
     persistent = {k: np.array(v, copy=True) for k, v in state.items()}
     outputs, times = [], []
-    for _ in range(iterations):
+    for it in range(iterations):
         t0 = time.perf_counter()
         values: dict[str, Any] = {**feeds, **persistent}
         for op in graph.ops:
-            out = run_kernel(np, op.type, [values[t] for t in op.inputs], op.attrs)
+            attrs = _with_step(op.attrs, step, it)
+            out = run_kernel(np, op.type, [values[t] for t in op.inputs], attrs)
             _store_outputs(op.outputs, op.inplace, out, values)
         times.append(time.perf_counter() - t0)
         outputs.append({k: np.array(values[k]) for k in keep})
     return RunResult(outputs, persistent, times)
+
+
+def _with_step(attrs: dict, step: int | None, iteration: int) -> dict:
+    """``attrs`` with the optimizer step of ``iteration`` (none given: ``attrs`` as they
+    are, and Adam refuses to guess)."""
+    return attrs if step is None else {**attrs, "step": step + iteration}
 
 
 def _store_outputs(names, inplace, out, values) -> None:
@@ -193,6 +203,7 @@ class _Device:
             for j in range(count)
         }
         self.tid = {n: i for i, n in enumerate(wl.tensor_names)}
+        self.step: int | None = None  # the optimizer step of the running iteration
 
     def view(self, t: int, slot: Slot) -> Any:
         tt = self.tensors[t]
@@ -231,7 +242,7 @@ class _Device:
         for t, slot in plan.place[node]:
             res.place(t, slot)
         ins = [self.view(tid[n], res.slot_of(tid[n])) for n in op.inputs]
-        out = run_kernel(self.xp, op.type, ins, op.attrs)
+        out = run_kernel(self.xp, op.type, ins, _with_step(op.attrs, self.step, 0))
         outs = out if isinstance(out, tuple) else (out,)
         for name, value in zip(op.outputs, outs, strict=True):
             if name not in op.inplace:
@@ -256,8 +267,11 @@ def run_emulated(
     feeds: Mapping[str, np.ndarray],
     state: Mapping[str, np.ndarray],
     iterations: int = 1,
+    step: int | None = None,
 ) -> RunResult:
-    """Execute ``plan`` on an emulated device: NumPy pool objects, one thread per stream."""
+    """Execute ``plan`` on an emulated device: NumPy pool objects, one thread per stream.
+    ``step`` is the 1-based optimizer step of the first iteration (as in
+    :func:`run_unconstrained`)."""
     dev = _Device(np, plan, graph)
     host: dict[str, Any] = {k: np.array(v, copy=True) for k, v in {**feeds, **state}.items()}
     streams = {k: list(plan.stream(k)) for k in (COMPUTE, SWAP_IN, SWAP_OUT)}
@@ -266,6 +280,7 @@ def run_emulated(
     final_state: dict = {}
     with ThreadPoolExecutor(len(streams), thread_name_prefix="swap-stream") as threads:
         for it in range(iterations):
+            dev.step = None if step is None else step + it
             dev.start_iteration(it == 0, host, np.array)
             done = [threading.Event() for _ in range(len(plan))]
             failed = threading.Event()
@@ -335,11 +350,13 @@ def run_cupy(
     state: Mapping[str, np.ndarray],
     iterations: int = 1,
     memory_limit: float | None = None,
+    step: int | None = None,
 ) -> RunResult:
     """Execute ``plan`` on the current CUDA device with CuPy: compute, swap-in and
     swap-out streams ordered by events; the CuPy memory pool (pool objects plus kernel
     temporaries) is capped at ``memory_limit`` (default: the plan's device capacity), so
-    exceeding it raises CuPy's OutOfMemoryError."""
+    exceeding it raises CuPy's OutOfMemoryError. ``step`` is the 1-based optimizer step
+    of the first iteration (as in :func:`run_unconstrained`)."""
     import cupy as cp
     import cupyx
 
@@ -364,6 +381,7 @@ def run_cupy(
         final_state: dict = {}
         peak = 0
         for it in range(iterations):
+            dev.step = None if step is None else step + it
             dev.start_iteration(it == 0, host, cp.asnumpy)
             cp.cuda.Device().synchronize()
             events = [cp.cuda.Event(disable_timing=True) for _ in range(len(plan))]

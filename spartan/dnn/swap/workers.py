@@ -63,17 +63,30 @@ def run_on_worker(
     *,
     backend: Any = None,
     worker: int = 0,
+    memory_limit: int | None = None,
+    step: int | None = None,
 ) -> RunResult:
     """Execute ``plan`` with spartan worker ``worker`` as the device and the driver's
-    memory as the host; see the module docstring. Raises ValueError for a byte-budget
-    plan (no pool to stay within) or a worker that does not exist, and RuntimeError when
-    the worker held more bytes than the plan's pool.
+    memory as the host; see the module docstring. ``memory_limit`` is the device memory
+    the worker has for the plan (default: the plan's pool plus :func:`inplace_slack`).
+    Raises ValueError for a byte-budget plan (no pool to stay within), a pool larger than
+    ``memory_limit`` or a worker that does not exist, and RuntimeError when the worker's
+    byte counter went above ``memory_limit`` during the run (its peak is a running
+    maximum, so the check after the run misses no instant). ``step`` is the 1-based
+    optimizer step of the first iteration (iteration ``i`` runs ``step + i``), which a
+    graph trained with Adam needs.
     """
     import spartan
 
     be = backend if backend is not None else spartan.backend.current()
     if plan.pool_bytes is None:
         raise ValueError("run_on_worker runs size-class plans only (not byte-budget baselines)")
+    limit = plan.pool_bytes + inplace_slack(plan) if memory_limit is None else memory_limit
+    if plan.pool_bytes + inplace_slack(plan) > limit:
+        raise ValueError(
+            f"the plan's pool ({plan.pool_bytes} B, plus {inplace_slack(plan)} B for one op's "
+            f"in-place updates) does not fit memory_limit={limit} B"
+        )
     if not 0 <= worker < be.nworkers:
         raise ValueError(f"worker {worker} does not exist ({be.nworkers} workers)")
     wl = plan.workload
@@ -106,6 +119,8 @@ def run_on_worker(
     held_before = int(be.stats().per_worker[worker]["held_bytes"])
     for it in range(iterations):
         t0 = time.perf_counter()
+        if step is not None:  # the iteration's optimizer step (Adam's bias correction)
+            kernels = [OpTask(op, step + it) for op in ops]
         # Start: the plan's initial residents on the device (kept there since the last
         # iteration, which the steady-state plan guarantees), everything else on the host.
         for t in sorted(on_device - set(plan.initial)):
@@ -163,10 +178,9 @@ def run_on_worker(
     for t in list(on_device):
         drop(t)
     be.wait()
-    limit = plan.pool_bytes + inplace_slack(plan)
     if peak > limit:
         raise RuntimeError(
-            f"worker {worker} held {peak} B, more than the plan's pool ({plan.pool_bytes} B) "
-            f"plus one op's in-place updates"
+            f"worker {worker} held {peak} B, more than its memory limit ({limit} B; the "
+            f"plan's pool is {plan.pool_bytes} B)"
         )
     return RunResult(outputs, final, times, pool_bytes=plan.pool_bytes, peak_device_bytes=peak)

@@ -162,6 +162,19 @@ def _norm(op: Op, shapes: Shapes) -> list[Form]:
     return forms
 
 
+def _broadcast_mask(op: Op, shapes: Shapes) -> list[Form]:
+    """A mask tensor added to scores (or to their gradient): (scores, mask) -> scores.
+    The mask splits with the scores on an axis where it has the scores' length and is
+    replicated where it broadcasts (length 1, or an axis it lacks)."""
+    nd = len(shapes[op.outputs[0]])
+    mask = shapes[op.inputs[1]]
+    forms = []
+    for a in range(nd):
+        ma = a - (nd - len(mask))
+        forms.append(Form((a, REP if ma < 0 or mask[ma] == 1 else ma), (a,)))
+    return forms
+
+
 def _batch_or_channel(op: Op, shapes: Shapes) -> list[Form]:
     """Pooling (and its gradients): every tensor split on batch or on channels."""
     return [Form((a,) * len(op.inputs), (a,) * len(op.outputs)) for a in (0, 1)]
@@ -220,7 +233,7 @@ def _embedding(op: Op, shapes: Shapes) -> list[Form]:
 
 
 ELEMENTWISE = {"relu", "tanh", "sigmoid", "gelu", "add", "mul", "scale", "sgd", "momentum", "adam",
-               "causal_mask", "attn_mask"}  # fmt: skip
+               "causal_mask", "attn_mask", "compare", "logical_not"}  # fmt: skip
 
 _RULES: dict[str, Callable[[Op, Shapes], list[Form]]] = {
     "matmul": _matmul,
@@ -239,6 +252,8 @@ _RULES: dict[str, Callable[[Op, Shapes], list[Form]]] = {
     "softmax": _off_axis,
     "softmax_xent": _xent,
     "embedding": _embedding,
+    "input_mask": _broadcast_mask,
+    "masked_fill": _broadcast_mask,
 }
 
 
