@@ -18,13 +18,13 @@ from spartan.backend.device import contiguous
         lambda a: a[:, ::2].T,  # gaps between the rows' elements
         lambda a: a,  # already row-major
         lambda a: a[:, None, 0],  # one column
+        lambda a: a[:, :3].T,  # a narrow view of many rows: strips too
     ],
 )
 def test_copy_into_equals_assignment(monkeypatch, view):
     # small strips and no size floor, so the strips' edges are exercised on a small array
     monkeypatch.setattr(layout, "STRIP", 7)
     monkeypatch.setattr(layout, "MIN_BLOCKED_BYTES", 0)
-    monkeypatch.setattr(layout, "MIN_STRIP_ROWS", 1)
     a = np.random.default_rng(0).standard_normal((45, 38))
     src = view(a)
     out = np.full(src.shape, np.nan)
@@ -35,7 +35,6 @@ def test_copy_into_equals_assignment(monkeypatch, view):
 def test_copy_into_an_overlapping_view_equals_assignment(monkeypatch):
     monkeypatch.setattr(layout, "STRIP", 7)
     monkeypatch.setattr(layout, "MIN_BLOCKED_BYTES", 0)
-    monkeypatch.setattr(layout, "MIN_STRIP_ROWS", 1)
     a = np.random.default_rng(1).standard_normal((40, 40))
     b, expected = a.copy(), a.copy()
     expected[...] = expected.T

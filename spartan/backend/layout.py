@@ -23,8 +23,6 @@ import numpy as np
 STRIP = 512
 #: views smaller than this are copied at once (the strips' Python loop would dominate)
 MIN_BLOCKED_BYTES = 1 << 20
-#: a view with fewer rows or columns is copied at once: its reads share few cache lines
-MIN_STRIP_ROWS = 64
 
 
 def copy_into(out: Any, src: Any) -> None:
@@ -34,7 +32,10 @@ def copy_into(out: Any, src: Any) -> None:
         isinstance(src, np.ndarray)
         and src.ndim == 2
         and src.nbytes >= MIN_BLOCKED_BYTES
-        and min(src.shape) >= MIN_STRIP_ROWS
+        # a narrow view gains too: a 32 x N view of an N x 32 array copied at once reads
+        # the whole source once per target row; by strips, once
+        and min(src.shape) >= 2
+        and src.shape[1] > STRIP
         and src.strides[0] != 0
         and abs(src.strides[0]) < abs(src.strides[1])
         and not np.may_share_memory(out, src)
