@@ -82,7 +82,9 @@ def test_labels_from_distances_never_materialized(backend, tiling):
     sp.evaluate(lab, best)
     numpy.testing.assert_array_equal(lab.to_numpy(), want)
     numpy.testing.assert_allclose(float(best), want_best, rtol=1e-12)
-    if tiling != "dup":
+    # (column-tiled X: row groups would fetch every row from all the column tiles, spread
+    # over the workers; the plan may take X @ c.T by inner blocks, read in place, instead)
+    if tiling not in ("dup", "column"):
         assert dist._expr.data is None
 
 
@@ -253,7 +255,9 @@ def test_row_product_of_a_map_and_transposed_maps(backend, tiling):
     # the optimizer picks the algorithms: column-tiled R is read in place by its columns
     by_rows = (a._expr.name, b._expr.name) == ("dot(a)", "dot(b)")
     assert by_rows or tiling in ("column", "dup")
-    if tiling != "dup" and by_rows:
+    # (block-tiled R and W read by rows would move 1.8x the bytes of the map's own
+    # aligned tiles: the plan makes the map as tiles there, Planned.pipelines)
+    if tiling not in ("dup", "block") and by_rows:
         assert rows._expr.data is None and cols._expr.base.data is None
 
 

@@ -234,17 +234,20 @@ def _lower(
     with driver_time.phase("plan"):
         tilings, planned = planning.choose(order, backend.nworkers)
         fused = fusable(order, exprs, tilings)
-        pipes, piped = row_pipelines(order, exprs, tilings, config.pipeline_rows)
+        if planned is not None and config.pipeline_rows:  # (those that move no more bytes)
+            pipes, piped = planned.pipelines(order, exprs, tilings, fused, backend)
+        else:
+            pipes, piped = row_pipelines(order, exprs, tilings, config.pipeline_rows)
     # a pipeline's leaves are read as tiles, so they must not vanish into their consumer
     fused = (
         fused - {leaf.uid for ris in pipes.values() for ri in ris for leaf, _ in ri.leaves}
     ) | piped
     ctx = Lowering(backend, tilings, fused, pipes)
-    if planned is not None:  # (predicted bytes as the nodes really run)
-        planned.lowered_as(order, fused, piped, pipeline_rows(ctx, order))
-    log.debug("planned %d nodes in %.1f ms", len(order), (time.perf_counter() - start) * 1e3)
     for expr, tiling in planned.retile if planned is not None else ():
         retile_evaluated(ctx, expr, tiling, planned.retile_tag[expr.uid])
+    if planned is not None:  # (predicted bytes as the nodes run: inputs re-tiled first)
+        planned.lowered_as(order, fused, piped, pipeline_rows(ctx, order))
+    log.debug("planned %d nodes in %.1f ms", len(order), (time.perf_counter() - start) * 1e3)
     lowered = [n for n in order if n.uid not in fused and not isinstance(n, View)]
     memory.check(lowered, tilings, backend.nworkers, planning.device_free(backend))
     try:

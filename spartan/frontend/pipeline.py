@@ -15,6 +15,9 @@ row chunks that stay in cache, instead of becoming tiles:
 X then streams from memory once per step, and the intermediates never exist. A node
 read by several pipelines is computed in each (k-means' one-hot matrix feeds its
 column sums and ``onehot.T @ X``), except the folds below it, which are made once.
+Within one pipeline a node read several times (``x * x``) is computed once per chunk:
+the tree is a DAG (:func:`flatten` saves a shared value for its other readers), so a
+loop ``x = x * x + 1`` makes a tree as long as the loop, not one of ``2**steps`` nodes.
 Nothing moves that the unfused plan would not move: a pipeline reads its leaves by
 the row groups its consumer reads its own inputs by.
 
@@ -31,7 +34,7 @@ the operator modules never import this one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,12 +121,15 @@ def row_pipelines(
     roots: Sequence[Expr],
     tilings: dict[int, Tiling],
     enabled: bool = True,
+    exclude: Collection[int] = (),
 ) -> tuple[dict[int, RowPlan], set[int]]:
     """Per consuming node uid, its pipelined inputs; and the uids of the nodes
     computed inside pipelines (they are not lowered on their own).
 
     A node is computed inside its consumers when it is not a result and every
-    operator that reads it reads it by rows and is itself pipelined or a consumer."""
+    operator that reads it reads it by rows and is itself pipelined or a consumer.
+    The nodes ``exclude`` (by uid) are neither in a pipeline nor consume one (where
+    that would move more bytes: :meth:`~spartan.frontend.planning.Planned.pipelines`)."""
     if not enabled:
         return {}, set()
     reads: dict[int, list[tuple[Expr, Expr, int]]] = {}  # base uid -> (reader, input, index)
@@ -133,11 +139,15 @@ def row_pipelines(
         for i, c in enumerate(node.children):
             reads.setdefault(base_of(c).uid, []).append((node, c, i))
     root_ids = {base_of(r).uid for r in roots}
-    sums = {node.uid for node in order if node.sums_rows(tilings)}
+    sums = {node.uid for node in order if node.uid not in exclude and node.sums_rows(tilings)}
     # folds over other axes and products that are materialized compute their rows by
     # chunks too
-    tiles = {node.uid for node in order if node.makes_rows(tilings)}
-    inside = {node.uid for node in order if node.uid not in root_ids and node.row_local()}
+    tiles = {node.uid for node in order if node.uid not in exclude and node.makes_rows(tilings)}
+    inside = {
+        node.uid
+        for node in order
+        if node.uid not in root_ids and node.uid not in exclude and node.row_local()
+    }
     by_uid = {node.uid: node for node in order}
 
     def keeps(uid: int) -> bool:
@@ -199,15 +209,25 @@ def pipeline_rows(ctx: Lowering, order: Sequence[Expr]) -> dict[int, int]:
     lowering's own rule), for the cost model to price the node as it runs. Other
     consumers (a fold's row tiles) are left out: the model prices by their tiles."""
     rows: dict[int, int] = {}
+    for groups in consumer_rows(ctx, order).values():
+        for uid, count in groups.items():
+            rows[uid] = max(rows.get(uid, 0), count)
+    return rows
+
+
+def consumer_rows(ctx: Lowering, order: Sequence[Expr]) -> dict[int, dict[int, int]]:
+    """Per consuming join (by uid), the row groups it computes each of its pipelined
+    nodes in (by uid): a node two consumers compute is computed in each one's groups
+    (an argmin in a product's 4 groups, and in a fold's own tiles: a fold is not
+    listed, the model prices it by its tiles)."""
+    out: dict[int, dict[int, int]] = {}
     for node in order:
         ris = ctx.pipelines.get(node.uid)
         if not ris or not isinstance(node, JoinUpdate):
             continue
         groups = node.group_count(ctx)
-        for ri in ris:
-            for uid in _uids(ri.tree):
-                rows[uid] = max(rows.get(uid, 0), groups)
-    return rows
+        out[node.uid] = {uid: groups for ri in ris for uid in _uids(ri.tree)}
+    return out
 
 
 def _row_bytes(e: Expr) -> int:
@@ -254,8 +274,14 @@ def _keeps_rows(vm: Any, base_rows: int, axis: int) -> bool:
 def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
     """``node`` as a tree over ``leaves``; nodes in ``inside`` become tree nodes. Built
     without recursion (a pipelined chain is as deep as the loop that made it), its
-    leaves numbered in the order a left-to-right walk meets them."""
+    leaves numbered in the order a left-to-right walk meets them.
+
+    A node (or view) read several times is built once: every reader holds the same
+    subtree object, so the tree is a DAG as large as the graph, and :func:`flatten`
+    computes that subtree once per chunk. Expanding it per read instead doubled the
+    tree with each ``x = x * x`` of a loop (2**steps nodes)."""
     done: list[Tree] = []  # finished subtrees; a node's operands' are the last ones
+    built: dict[int, Tree] = {}  # node or view uid -> its subtree (shared by its readers)
     # ("node", n): expand n; ("op", reader, c): operand c of reader; ("leaf", c, rowwise);
     # ("const", value); ("build", n, k): n from its k operands' subtrees; ("view", c): c over
     # the subtree of its base
@@ -265,6 +291,9 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
         kind = item[0]
         if kind == "node":
             n = item[1]
+            if n.uid in built:  # (depth first: a node read again was finished already)
+                done.append(built[n.uid])
+                continue
             ops = n.row_operands()
             stack.append(("build", n, len(ops)))
             stack.extend(reversed(ops))
@@ -275,6 +304,9 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
                 done.append(_leaf(c, False, leaves))
             elif base.uid in inside:
                 if isinstance(c, View):
+                    if c.uid in built:
+                        done.append(built[c.uid])
+                        continue
                     stack.append(("view", c))
                 stack.append(("node", base))
             else:
@@ -284,12 +316,15 @@ def _tree(node: Expr, inside: set[int], leaves: list) -> Tree:
         elif kind == "const":
             done.append(("const", item[1]))
         elif kind == "view":
-            done.append(_view_tree(item[1], 0, done.pop()))
+            c = item[1]
+            built[c.uid] = _view_tree(c, 0, done.pop())
+            done.append(built[c.uid])
         else:  # ("build", n, k): n over the last k subtrees (Expr.row_tree)
             n, k = item[1], item[2]
             subs = tuple(done[len(done) - k :])
             del done[len(done) - k :]
-            done.append(n.row_tree(subs))
+            built[n.uid] = n.row_tree(subs)
+            done.append(built[n.uid])
     return done[0]
 
 
@@ -302,15 +337,31 @@ def _subtrees(tree: Tree) -> tuple:
 
 
 def _uids(tree: Tree) -> set[int]:
-    """The pipelined nodes a tree computes."""
+    """The pipelined nodes a tree computes (each shared subtree walked once)."""
     out: set[int] = set()
+    seen: set[int] = set()
     stack = [tree]
     while stack:
         t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
         if t[0] in ("map", "fold", "dot"):
             out.add(t[-1])
         stack.extend(_subtrees(t))
     return out
+
+
+def tree_size(tree: Tree) -> int:
+    """The distinct nodes of a tree (a subtree several nodes read counts once): the
+    steps :func:`flatten` makes of it, less its saves and loads.
+
+    >>> leaf = ("leaf", 0, True)
+    >>> sq = ("map", np.multiply, (leaf, leaf), np.float64, (), 7)
+    >>> tree_size(("map", np.add, (sq, sq), np.float64, (), 8))
+    4
+    """
+    return sum(1 for node, _ in flatten(tree) if node[0] not in ("save", "load"))
 
 
 def _leaf(c: Expr, rowwise: bool, leaves: list) -> Tree:
@@ -348,29 +399,59 @@ Steps = tuple
 def flatten(tree: Tree) -> Steps:
     """``tree`` as :data:`Steps`, walked without recursion.
 
+    A subtree that several nodes read (the same object: :func:`_tree` builds a node
+    once) is computed once: its step is followed by ``(("save", slot), 1)``, which keeps
+    its value, and each later read is ``(("load", slot), 0)``. Leaves and constants
+    are steps of their own at each read (a slice of a block costs nothing to redo).
+
     >>> flatten(("view", (slice(None),), None, (4,), 0, ("leaf", 0, True)))
     ((('leaf', 0, True), 0), (('view', (slice(None, None, None),), None, (4,), 0), 1))
+    >>> sq = ("map", np.square, (("leaf", 0, True),), np.float64, (), 7)
+    >>> [node[0] for node, _ in flatten(("map", np.add, (sq, sq), np.float64, (), 8))]
+    ['leaf', 'map', 'save', 'load', 'map']
     """
-    out: list[tuple] = []
+    reads: dict[int, int] = {}  # id of a computed subtree -> how many nodes read it
     stack = [tree]
-    while stack:  # right-to-left preorder, reversed below: subtrees before their node
+    while stack:
         t = stack.pop()
+        if t[0] in ("leaf", "const"):
+            continue
+        reads[id(t)] = reads.get(id(t), 0) + 1
+        if reads[id(t)] == 1:
+            stack.extend(_subtrees(t))
+    out: list[tuple] = []
+    slots: dict[int, int] = {}  # id of a shared subtree computed already -> its slot
+    # left-to-right postorder: (subtree, expanded?); its subtrees' steps before its own
+    todo: list[tuple[Tree, bool]] = [(tree, False)]
+    while todo:
+        t, expanded = todo.pop()
+        if id(t) in slots:
+            out.append((("load", slots[id(t)]), 0))
+            continue
         subs = _subtrees(t)
-        kind = t[0]
-        if kind == "map":
-            node = ("map", t[1], t[3], t[4])  # (kind, fn, dtype, tail)
-        elif kind == "fold":
-            node = ("fold", t[1], t[2], t[4])  # (kind, direct, axes, dtype)
-        elif kind == "dot":
-            node = ("dot", t[1], t[4])  # (kind, f_join, dtype)
-        elif kind == "view":
-            node = t[:5]  # (kind, src, perm, shape, axis)
-        else:
-            node = t
-        out.append((node, len(subs)))
-        stack.extend(subs)
-    out.reverse()
+        if not expanded and subs:
+            todo.append((t, True))
+            todo.extend((sub, False) for sub in reversed(subs))
+            continue
+        out.append((_node_step(t), len(subs)))
+        if reads.get(id(t), 0) > 1:
+            slots[id(t)] = len(slots)
+            out.append((("save", slots[id(t)]), 1))
     return tuple(out)
+
+
+def _node_step(t: Tree) -> tuple:
+    """A tree node without its subtrees (a step of :data:`Steps`)."""
+    kind = t[0]
+    if kind == "map":
+        return ("map", t[1], t[3], t[4])  # (kind, fn, dtype, tail)
+    if kind == "fold":
+        return ("fold", t[1], t[2], t[4])  # (kind, direct, axes, dtype)
+    if kind == "dot":
+        return ("dot", t[1], t[4])  # (kind, f_join, dtype)
+    if kind == "view":
+        return t[:5]  # (kind, src, perm, shape, axis)
+    return t
 
 
 def rows_of(tree: Tree | Steps, flat: bool = False) -> Rows:
@@ -378,17 +459,39 @@ def rows_of(tree: Tree | Steps, flat: bool = False) -> Rows:
     once per task instead of once per chunk (thousands of rows each): logistic
     regression in 0.5 MB chunks took 0.35-0.38 s instead of 0.41 s. It runs the steps
     on a stack, without recursion: a pipelined chain is as deep as the loop that made it.
+    A shared subtree's value is kept (``save``) from its step to its last ``load``.
 
     >>> rows_of(("leaf", 0, True))([np.arange(6)], 2, 4, 0)
     array([2, 3])
     """
-    steps = [(_step(node), n) for node, n in (tree if flat else flatten(tree))]
+    flat_steps = tree if flat else flatten(tree)
+    # (f, operands, save slot or -1, load slot or -1, last load of that slot?)
+    steps: list[tuple[Any, int, int, int, bool]] = []
+    last_load: dict[int, int] = {}
+    for node, n in flat_steps:
+        if node[0] == "save":
+            f, k, _, load, last = steps[-1]
+            steps[-1] = (f, k, node[1], load, last)
+        elif node[0] == "load":
+            last_load[node[1]] = len(steps)
+            steps.append((None, 0, -1, node[1], False))
+        else:
+            steps.append((_step(node), n, -1, -1, False))
+    for i in last_load.values():
+        steps[i] = (*steps[i][:4], True)
     if len(steps) == 1:
         return steps[0][0]  # a leaf or a constant
+    nslots = len(last_load)
 
     def rows(blocks: Sequence[Any], lo: int, hi: int, first: int) -> Any:
         stack: list[Any] = []
-        for f, n in steps:
+        saved: list[Any] = [None] * nslots
+        for f, n, save, load, last in steps:
+            if load >= 0:
+                stack.append(saved[load])
+                if last:  # (freed once its last reader has it)
+                    saved[load] = None
+                continue
             if n == 0:
                 stack.append(f(blocks, lo, hi, first))
             elif n == 1:
@@ -397,6 +500,8 @@ def rows_of(tree: Tree | Steps, flat: bool = False) -> Rows:
                 args = stack[len(stack) - n :]
                 del stack[len(stack) - n :]
                 stack.append(f(args, lo, hi, first))
+            if save >= 0:
+                saved[save] = stack[-1]
         return stack[0]
 
     return rows
@@ -556,6 +661,16 @@ def _twins(join: Any, pipelined: dict[int, RowInput]) -> dict[int, int]:
     product sees one buffer twice (NumPy's BLAS then computes half: a rank-k update)."""
     twins = {}
     for i, x in enumerate(join.children):
+        # the same vector twice (``t @ t``): its chunk is the other's (``.T`` of a
+        # vector is itself), computed once, as the cost model prices it
+        same = [
+            j
+            for j, y in enumerate(join.children[:i])
+            if y is x and x.ndim == 1 and j in pipelined and j not in twins
+        ]
+        if i in pipelined and same and join.axes[i] == join.axes[same[0]]:
+            twins[i] = same[0]
+            continue
         if (
             i not in pipelined
             or not isinstance(x, View)

@@ -67,6 +67,8 @@ class Planned:
         #: (the cached plan's dict, shared by every evaluation of the same graph: copied
         #: before this evaluation's changes)
         self._shared_predicted = plan.predicted
+        #: the plan's own (predicted, updates), before :meth:`lowered_as` re-prices them
+        self._base = (plan.predicted, plan.updates)
         self.node_of = node_of
         #: evaluated inputs the plan re-tiles because that moves fewer bytes overall
         self.retile = retile
@@ -83,6 +85,8 @@ class Planned:
         self._rows: dict[int, int] = {}
         #: the nodes computed in row pipelines (:meth:`lowered_as`)
         self._piped: set[int] = set()
+        #: the last pricing (:meth:`_priced`): its key, result and row groups
+        self._last: tuple | None = None
         for e, _ in retile:
             self.retile_tag[e.uid] = tag = next(_retile_tags)
             self.node_of_tag[tag] = node_of[e.uid]
@@ -121,10 +125,144 @@ class Planned:
         groups, :func:`~spartan.frontend.pipeline.pipeline_rows`); else its own tiles."""
         if not fused:
             return
+        predicted, updates = self._priced(order, fused, piped, rows)
+        self.plan.predicted, self.plan.updates = dict(predicted), dict(updates)
+
+    def pipelines(
+        self,
+        order: Sequence[Expr],
+        roots: Sequence[Expr],
+        tilings: dict[int, Tiling],
+        fused: Collection[int],
+        backend: Backend,
+    ) -> tuple[dict, set[int]]:
+        """The row pipelines to lower the plan with (as
+        :func:`~spartan.frontend.pipeline.row_pipelines` returns them): all that the
+        rules allow, unless fewer of them move fewer bytes.
+
+        A pipeline is a way to run the plan, not a tiling the search chose: it reads
+        the inputs it reads whole once per worker that runs a row group, reads its row
+        inputs by its consumer's rows whatever their tiling, and computes a node again
+        for every consumer that reads it. Over a column- or block-tiled input, or at a
+        few rows per worker, that can move more than the same nodes made as tiles (a
+        logistic-regression step over column-tiled X: 7,072 B pipelined, 4,216 B not,
+        on 8 workers). So the plan is priced as each candidate lowering runs it
+        (:meth:`lowered_as`): all pipelines; none; and, where all move more bytes than
+        none, all but the consumers whose pipelines cost more, dropped one at a time. The
+        score is the bytes moved, less 1/:data:`PIPELINE_MEMORY_RATIO` of the bytes of
+        the intermediates a pipeline never writes to memory (what it is for: a k-means
+        step over 41 x 3 rows on 2 workers keeps its pipelines, 32 B more on the network
+        than tiles, its distance and one-hot matrices never made); ties go to more
+        pipelines. The choice is kept per cached plan (a loop prices it once).
+        ``fused``: the maps :func:`~spartan.frontend.evaluate.fusable` fuses.
+
+        >>> # in spartan.frontend.evaluate._lower
+        >>> pipes, piped = planned.pipelines(order, exprs, tilings, fused, backend)  # doctest: +SKIP
+        """
+        from spartan.frontend.lowering import Lowering
+        from spartan.frontend.pipeline import consumer_rows, pipeline_rows, row_pipelines
+
+        fused = set(fused)
+        retiled = {e.uid: t for e, t in self.retile}
+
+        class AsRetiled(Lowering):
+            """The lowering's view of the tilings once the plan's re-tilings are done
+            (a join's row groups follow its inputs' new cuts)."""
+
+            def tiling(self, expr: Expr) -> Tiling:
+                if expr.uid in retiled:
+                    return retiled[expr.uid]
+                if isinstance(expr, View) and base_of(expr).uid in retiled:
+                    return self.tilings[expr.uid]
+                return super().tiling(expr)
+
+        def priced(exclude: Collection[int], enabled: bool = True) -> tuple:
+            pipes, piped = row_pipelines(order, roots, tilings, enabled, exclude)
+            leaves = {leaf.uid for ris in pipes.values() for ri in ris for leaf, _ in ri.leaves}
+            lowered = (fused - leaves) | piped
+            rows: dict[int, int] = {}
+            by_consumer: dict[int, dict[int, int]] = {}
+            if pipes:
+                ctx = AsRetiled(backend, tilings, lowered, pipes)
+                rows, by_consumer = pipeline_rows(ctx, order), consumer_rows(ctx, order)
+            predicted, _ = self._priced(order, lowered, piped, rows, by_consumer)
+            # bytes moved, then the intermediates a pipeline keeps out of memory: worth
+            # 1/PIPELINE_MEMORY_RATIO of a byte moved each
+            saved = sum(e.nbytes for e in order if e.uid in piped)
+            moved = sum(predicted.values())
+            score = PIPELINE_MEMORY_RATIO * moved - saved
+            return score, pipes, piped, self._last, moved, (enabled, frozenset(exclude))
+
+        roots_key = frozenset(self.node_of[r.uid] for r in roots if r.uid in self.node_of)
+        cached = _pipeline_choices.get(id(self._shared_predicted))
+        if cached is not None and cached[0] is self._shared_predicted and roots_key in cached[1]:
+            # the same graph as an earlier evaluation's (a loop): its choice, by node,
+            # priced once (the pricing lowered_as then finds)
+            enabled, nids = cached[1][roots_key]
+            exclude = {uid for uid, nid in self.node_of.items() if nid in nids}
+            best = priced(exclude, enabled)
+            self._last = best[3]
+            return best[1], best[2]
+        best = priced(())
+        if best[1]:
+            none = priced((), enabled=False)
+            if best[4] > none[4] and len(best[1]) <= PIPELINE_TRIALS:
+                # drop the consumers whose pipelines cost more, one at a time
+                excluded: set[int] = set()
+                improved = True
+                while improved:
+                    improved = False
+                    for uid in sorted(best[1]):
+                        trial = priced(excluded | {uid})
+                        if trial[0] < best[0]:
+                            best, improved = trial, True
+                            excluded.add(uid)
+                            break
+            if none[0] < best[0]:
+                best = none
+        self._last = best[3]  # (what lowered_as asks for next)
+        if len(_pipeline_choices) >= 256:
+            _pipeline_choices.clear()
+        enabled, exclude = best[5]
+        nids = frozenset(self.node_of[u] for u in exclude if u in self.node_of)
+        entry = _pipeline_choices.setdefault(
+            id(self._shared_predicted), (self._shared_predicted, {})
+        )
+        if entry[0] is not self._shared_predicted:  # (an id reused after a plan was dropped)
+            entry = _pipeline_choices[id(self._shared_predicted)] = (self._shared_predicted, {})
+        entry[1][roots_key] = (enabled, nids)
+        return best[1], best[2]
+
+    def _priced(
+        self,
+        order: Sequence[Expr],
+        fused: Collection[int],
+        piped: Collection[int] = (),
+        rows: Mapping[int, int] | None = None,
+        by_consumer: Mapping[int, Mapping[int, int]] | None = None,
+    ) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+        """The plan's (predicted bytes, updates) per node as :meth:`lowered_as` prices
+        them, the plan itself left as it is (the last pricing is kept: the lowering
+        asks for the one it chose again). ``by_consumer``: the row groups each join
+        computes its pipelined nodes in (:func:`~spartan.frontend.pipeline.consumer_rows`;
+        else ``rows``, the most any consumer uses, for all; a fold's tiles are its own)."""
+        key = (frozenset(fused), frozenset(piped), tuple(sorted((rows or {}).items())))
+        if self._last is not None and self._last[0] == key:
+            self._rows, self._piped = self._last[2]
+            return self._last[1]
         plan = self.plan
-        self._rows = {self.node_of[u]: r for u, r in (rows or {}).items() if u in self.node_of}
+        flat = {self.node_of[u]: r for u, r in (rows or {}).items() if u in self.node_of}
+        self._rows = flat
         self._piped = {self.node_of[u] for u in piped if u in self.node_of}
-        own = dict(plan.predicted)
+
+        def rows_of(consumer: int) -> dict[int, int]:
+            if by_consumer is None:
+                return flat
+            mine = by_consumer.get(consumer, {})
+            return {self.node_of[u]: r for u, r in mine.items() if u in self.node_of}
+
+        base_predicted, base_updates = self._base
+        own = dict(base_predicted)
         for uid in piped:
             nid = self.node_of.get(uid)
             if nid is not None and nid in own:
@@ -141,43 +279,96 @@ class Planned:
                 and not isinstance(e, View)
                 and any(self.node_of.get(base_of(c).uid) in piped_nids for c in e.children)
             ):
+                self._rows = rows_of(e.uid)
                 own[nid], update = self._consumer_bytes(nid, piped_nids)
                 if update is not None:
                     repriced[nid] = update
-        predicted, updates = dict(own), {**plan.updates, **repriced}
+        predicted, updates = dict(own), {**base_updates, **repriced}
         by_uid = {e.uid: e for e in order}
+        piped_set = set(piped)
         for e in order:
             if e.uid in fused or isinstance(e, View) or e.uid not in self.node_of:
                 continue
-            inside: set[int] = set()
-            stack = [base_of(c) for c in e.children]
-            while stack:  # (without recursion: a fused chain is as deep as its loop)
-                c = stack.pop()
-                if c.uid in fused and c.uid not in inside and c.uid in by_uid:
-                    inside.add(c.uid)
-                    stack.extend(base_of(g) for g in c.children)
+            # one walk per distinct input base: a pipeline computes its tree once per
+            # input of its consumer (an input and its whole transpose, or a vector read
+            # twice, share one: pipeline._twins), so a pipelined node in the trees of
+            # two inputs (``dot(t.T, sqrt(t.T + 1))``) is computed, and read, twice
+            walks: list[set[int]] = []
+            for b in {base_of(c).uid: base_of(c) for c in e.children}.values():
+                walk: set[int] = set()
+                stack = [b]
+                while stack:  # (without recursion: a fused chain is as deep as its loop)
+                    c = stack.pop()
+                    if c.uid in fused and c.uid not in walk and c.uid in by_uid:
+                        walk.add(c.uid)
+                        stack.extend(base_of(g) for g in c.children)
+                walks.append(walk)
+            inside = set().union(*walks)
+            self._rows = rows_of(e.uid)
             nid = self.node_of[e.uid]
             program = plan.program
             # one task reads each array once, however many of the maps it computes read
             # it (``where(t > 0.5, t, 0)``: t once)
             seen = set(program[nid].inputs) if program[nid].op == "map" else set()
-            for uid in inside:
-                a = self.node_of.get(uid)
-                if a is None or a not in own:
-                    continue
-                if program[a].op != "map":
-                    predicted[nid] += own[a]
-                    continue
-                for i, nbytes in self._map_reads(a, uid in piped).items():
-                    if i not in seen:
-                        seen.add(i)
-                        predicted[nid] += nbytes
+            for uid in inside - piped_set:
+                predicted[nid] += self._computed_reads(uid, own, piped_set, seen)
+            counted: set[int] = set()
+            for walk in walks:
+                seen_here = set(seen)
+                for uid in walk & piped_set:
+                    if uid in counted:  # computed again: its rows read again (what it reads
+                        # whole, each worker fetched once for the consumer's tasks)
+                        predicted[nid] += self._row_reads(uid, seen_here)
+                        continue
+                    counted.add(uid)
+                    predicted[nid] += self._computed_reads(uid, own, piped_set, seen_here)
         for uid in fused:
             nid = self.node_of.get(uid)
             if nid is not None and nid in predicted:
                 predicted[nid] = 0
                 updates.pop(nid, None)
-        plan.predicted, plan.updates = predicted, updates
+        self._rows = flat
+        self._last = (key, (predicted, updates), (self._rows, self._piped))
+        return predicted, updates
+
+    def _computed_reads(
+        self, uid: int, own: Mapping[int, int], piped: Collection[int], seen: set[int]
+    ) -> int:
+        """The bytes a consumer reads for node ``uid`` it computes (fused or pipelined):
+        its own bytes, or a map's reads of the inputs not in ``seen`` (added to it)."""
+        a = self.node_of.get(uid)
+        if a is None or a not in own:
+            return 0
+        if self.plan.program[a].op != "map":
+            # (a pipelined node: in the row groups of the consumer being priced)
+            return self._piped_bytes(a) if a in self._piped else own[a]
+        out = 0
+        for i, nbytes in self._map_reads(a, uid in piped).items():
+            if i not in seen:
+                seen.add(i)
+                out += nbytes
+        return out
+
+    def _row_reads(self, uid: int, seen: set[int]) -> int:
+        """The bytes pipelined node ``uid`` reads by rows (not whole), of the inputs not
+        in ``seen`` (added to it): what computing it again in one more row tree reads."""
+        a = self.node_of.get(uid)
+        if a is None:
+            return 0
+        program = self.plan.program
+        node = program[a]
+        reads = self._reads(a, True)
+        inputs = list(reads) if node.op == "map" else list(node.inputs)
+        if len(inputs) != len(reads):  # (terms not one per input: all of them)
+            return sum(reads.values())
+        out = 0
+        for key, i in zip(reads, inputs):
+            shape = program[i].shape
+            whole = len(shape) < len(node.shape) or not shape or shape[0] != node.shape[0]
+            if not whole and key not in seen:
+                seen.add(key)
+                out += reads[key]
+        return out
 
     def lowered(self, node: Expr) -> None:
         """``node`` was lowered: add the bytes of a data-dependent step only its lowering
@@ -216,9 +407,10 @@ class Planned:
 
         terms = profile(program, program[nid], P)
         reads = sum(t.cost(*(choice(n) for n in t.nodes)) for t in terms if not t.update)
-        if nid not in plan.updates:
+        updates = self._base[1]
+        if nid not in updates:
             return int(reads), None
-        predicted, estimate = plan.updates[nid]
+        predicted, estimate = updates[nid]
         new = int(sum(t.cost(*(choice(n) for n in t.nodes)) for t in terms if t.update))
         # the history's correction of the site, as the plan applied it
         update = round(new * predicted / estimate) if estimate else new
@@ -303,6 +495,17 @@ class Planned:
 
 
 _history = UpdateHistory()
+#: the most pipeline consumers :meth:`Planned.pipelines` tries to drop one at a time
+#: (each try prices the plan again; past this, all pipelines or none)
+PIPELINE_TRIALS = 16
+#: :meth:`Planned.pipelines`' choices, by the cached plan they were made for (its
+#: predicted dict's id, the dict kept to tell a reused id), then by the results' nodes:
+#: (pipelines enabled, the consumers excluded, by node)
+_pipeline_choices: dict[int, tuple[dict, dict[frozenset, tuple[bool, frozenset]]]] = {}
+#: a byte moved between workers costs as much as this many bytes of an intermediate
+#: written to memory and read back (what a row pipeline saves): pipelines that move a
+#: few more bytes than tiles, but keep far more out of memory, are kept
+PIPELINE_MEMORY_RATIO = 8
 #: tags of re-tiling tasks: negative, so never an Expr's uid
 _retile_tags = itertools.count(-1, -1)
 #: a join site whose learned cost (to two digits, as plans are cached) came out the same
@@ -393,7 +596,10 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
         return tilings, None
     impl = plan.impl
     for e in order:
-        if e.uid in node_of and node_of[e.uid] in impl:  # an algorithm the plan chose
+        # an algorithm the plan chose; one worker moves no bytes either way, so there
+        # the local rule's layout-aware choice stands (rows over a column-cut operand
+        # would copy it whole into one task)
+        if nworkers > 1 and e.uid in node_of and node_of[e.uid] in impl:
             e.use_impl(impl[node_of[e.uid]])
         if e.tiling_hint is None and e.uid in node_of and not isinstance(e, View):
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
@@ -405,7 +611,10 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
     retile = []
     for e in inputs:  # evaluated inputs: re-tiled only where the plan pays for it
         t = plan.tiling[node_of[e.uid]]
-        if not same_axes(t, e.data.tiling) and t.fits(e.shape):
+        # (same axes, other bounds -- a filter's uneven result, cut evenly -- is a
+        # re-tiling the plan priced too: left undone, its readers would move the bytes)
+        priced = plan.predicted.get(node_of[e.uid], 0) > 0
+        if (priced or not same_axes(t, e.data.tiling)) and t.fits(e.shape):
             retile.append((e, with_pieces(t, e.shape, nworkers)))
     new_base = {e.uid: t for e, t in retile}
     for e in order:  # views see their base's (possibly new) tiling

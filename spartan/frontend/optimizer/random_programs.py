@@ -356,13 +356,17 @@ def judge_dense(
     nworkers: int = 8,
     seed: int = 0,
     truth_limit: int = 1 << 25,
+    bound_limit: int = 1 << 20,
 ) -> list[dict[str, Any]]:
     """Dense programs (``random_program(random.Random(seed + i), noperators, nworkers,
     dims=(262144,), dense=True)``) planned by ``optimize``: one row per program with the
     ``method`` it took, ``seconds`` (graph build included), ``bytes`` and ``ratio`` to
     the optimum, which comes from the exact solver with tables of up to
     ``truth_limit`` entries (``None`` where even that is too narrow; those are slow:
-    seconds to minutes each at 2**24-2**26).
+    seconds to minutes each at 2**24-2**26; 0: not tried), and ``bound``, a lower bound
+    on the optimum where it is not known (:func:`~.search.lower_bound` with tables of
+    up to ``bound_limit`` entries): ``bytes / bound`` bounds how far from the optimum
+    the plan can be.
 
     >>> [r["ratio"] for r in judge_dense(programs=1, noperators=20)]
     [1.0]
@@ -371,7 +375,7 @@ def judge_dense(
 
     from spartan.frontend.optimizer import optimize
     from spartan.frontend.optimizer.graph import TilingGraph
-    from spartan.frontend.optimizer.search import exact
+    from spartan.frontend.optimizer.search import exact, lower_bound
 
     rows = []
     for i in range(programs):
@@ -381,13 +385,15 @@ def judge_dense(
         start = time.perf_counter()
         plan = optimize(p, nworkers)
         seconds = time.perf_counter() - start
-        best = None
+        best = bound = None
         if plan.method == "exact":
             best = plan.total
         else:
             g = TilingGraph.build(p, nworkers)
-            got = exact(g, 0, limit=truth_limit)
+            got = exact(g, 0, limit=truth_limit) if truth_limit else None
             best = None if got is None else g.cost(got)
+            if best is None:
+                bound = lower_bound(g, 0, bound_limit)
         ratio = None
         if best is not None:
             ratio = plan.total / best if best else (1.0 if plan.total == 0 else float("inf"))
@@ -399,6 +405,7 @@ def judge_dense(
                 "bytes": plan.total,
                 "best": best,
                 "ratio": ratio,
+                "bound": bound,
             }
         )
     return rows

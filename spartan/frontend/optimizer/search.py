@@ -487,6 +487,79 @@ def _min_sum(
     return cost, local
 
 
+def lower_bound(graph: TilingGraph, budget: int = 0, limit: int = 1 << 16) -> int:
+    """The best (largest) of :func:`_mini_bucket_bound` over two elimination orders
+    (min-degree, min-fill): each is a lower bound on the least cost within ``budget``."""
+    sizes = [len(a) for a in _allowed(graph, budget)]
+    scopes = [tuple(f.scope) for f in graph.factors]
+    fill = _greedy_order(_graph_of(graph.nvars, scopes), sizes, math.inf, fill=True)
+    orders = [None] + ([fill[0]] if fill is not None else [])
+    return max(_mini_bucket_bound(graph, budget, limit, order) for order in orders)
+
+
+def _mini_bucket_bound(graph: TilingGraph, budget: int, limit: int, order: list[int] | None) -> int:
+    """A lower bound on the least cost within ``budget`` (for graphs too wide to solve):
+    mini-bucket elimination. Each var's factors are split into groups whose joint
+    table fits ``limit`` entries and each group is minimized over the var on its own
+    -- a sum of minima is at most the minimum of the sum, so the total is at most the
+    optimum (equal to it where no bucket had to be split). Only the choices that fit
+    the budget alone are considered (exact for the default budget, 0).
+
+    >>> from spartan.frontend.optimizer.program import Program
+    >>> p = Program(); a = p.source((8, 8)); b = p.map(a, p.transpose(a))
+    >>> g = TilingGraph.build(p, 2)
+    >>> lower_bound(g) <= g.cost(exact(g, 0))
+    True
+    """
+    allowed = _allowed(graph, budget)
+    sizes = [len(a) for a in allowed]
+    live: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}
+    for f in graph.factors:
+        table = f.table[np.ix_(*(allowed[v] for v in f.scope))] if f.scope else f.table
+        live[len(live)] = (tuple(f.scope), np.asarray(table, dtype=np.int64))
+    over: list[set[int]] = [set() for _ in range(graph.nvars)]
+    for fid, (scope, _) in live.items():
+        for x in scope:
+            over[x].add(fid)
+    adj = _graph_of(graph.nvars, [s for s, _ in live.values()])
+    left = set(range(graph.nvars))
+    given = iter(order or ())
+    next_id = len(live)
+    while left:
+        # (the order given, else min degree: the bound is looser the more buckets split)
+        v = next(given, None) if order else None
+        if v is None:
+            v = min(left, key=lambda x: (len(adj[x] & left), x))
+        left.discard(v)
+        ids = sorted(over[v], key=lambda fid: -live[fid][1].size)
+        groups: list[tuple[set[int], list[tuple[tuple[int, ...], np.ndarray]]]] = []
+        for fid in ids:
+            scope, table = live.pop(fid)
+            for x in scope:
+                over[x].discard(fid)
+            for union, members in groups:
+                joint = union | set(scope)
+                if math.prod(sizes[x] for x in joint) <= limit:
+                    union |= set(scope)
+                    members.append((scope, table))
+                    break
+            else:
+                groups.append((set(scope), [(scope, table)]))
+        for union, members in groups:
+            scope = tuple(sorted(union))
+            total = np.zeros([sizes[x] for x in scope], dtype=np.int64)
+            for s, t in members:
+                total = total + _expand(t, s, scope, sizes)
+            pos = scope.index(v)
+            rest = scope[:pos] + scope[pos + 1 :]
+            live[next_id] = (rest, total.min(axis=pos))
+            for x in rest:
+                over[x].add(next_id)
+                adj[x] |= set(rest) - {x}
+            next_id += 1
+    return int(sum(int(t) for _, t in live.values()))
+
+
 def _expand(
     table: np.ndarray, scope: tuple[int, ...], into: tuple[int, ...], sizes: list[int]
 ) -> np.ndarray:
