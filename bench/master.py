@@ -19,8 +19,10 @@ negligible), it times the driver's phases of one evaluation, median of ``--repea
 * ``dispatch``: sending them (``Backend.flush``);
 * ``wait``: the final wait, with its bookkeeping (``Backend.wait``);
 
-and reports the tasks per evaluation, the driver's microseconds per task, the lineage log's
-size on Ray (records kept), and the exponent of a power-law fit against tiles per workload
+and reports the tasks per evaluation, the pieces their regions list (what the driver
+builds and hands on; a region many tasks share counted once per task, as the backend
+handles it: a count, free of this machine's noise), the driver's microseconds per task,
+the lineage log's size on Ray (records kept), and the exponent of a power-law fit against tiles per workload
 (1.0: linear) of the driver's time and of its *own* time (plan + lower + dispatch, less
 the in-process tasks: what one master does whatever the workers). The phases are
 spartan's own counter, ``spartan.stats()["driver_seconds"]``; with a spartan that
@@ -94,6 +96,7 @@ def instrument(backend: Any) -> None:
     :data:`TASKS`."""
     from spartan.frontend import evaluate, planning
 
+    PIECES.wrap(backend)
     if backend.name == "local" and not getattr(type(backend)._dispatch, "timed_phase", False):
         type(backend)._dispatch = TASKS.timed("tasks", type(backend)._dispatch)
     if has_counter():
@@ -108,6 +111,35 @@ def instrument(backend: Any) -> None:
 #: the in-process workers' time running tasks (inside the driver's lowering)
 TASKS = Phases()
 TASKS.seconds = {"tasks": 0.0}
+
+
+class Pieces:
+    """Pieces listed by the regions of the tasks submitted since :meth:`reset` (counted
+    by wrapping the backend's ``submit``: any spartan version)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def reset(self) -> None:
+        self.count = 0
+
+    def wrap(self, backend: Any) -> None:
+        from spartan.backend.base import Region
+
+        if getattr(backend.submit, "counts_pieces", False):
+            return
+        submit = backend.submit
+
+        def counted(worker: int, fn: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            self.count += sum(len(r.pieces) for r in inputs if isinstance(r, Region))
+            return submit(worker, fn, inputs, *args, **kwargs)
+
+        counted.counts_pieces = True  # type: ignore[attr-defined]
+        backend.submit = counted
+
+
+#: the pieces of this process's evaluations
+PIECES = Pieces()
 
 
 def has_counter() -> bool:
@@ -182,12 +214,13 @@ def measure(backend_kind: str, workers: int, repeats: int) -> list[dict[str, Any
             spartan.reset_stats()
             phases.reset()
             TASKS.reset()
+            PIECES.reset()
             t0 = time.perf_counter()
             out = program(spartan, *arrays)
             spartan.evaluate(out)
             total = time.perf_counter() - t0
             seconds = {**driver_phases(), **TASKS.seconds}
-            runs.append((total, seconds, spartan.stats()["tasks"]))
+            runs.append((total, seconds, spartan.stats()["tasks"], PIECES.count))
         got = numpy.asarray(out)
         if not numpy.allclose(got, numpy.asarray(program(numpy, *inputs))):
             raise AssertionError(f"{name}: spartan's result differs from NumPy's")
@@ -205,6 +238,7 @@ def measure(backend_kind: str, workers: int, repeats: int) -> list[dict[str, Any
                     r[1]["plan"] + r[1]["lower"] + r[1]["dispatch"] - r[1]["tasks"] for r in runs
                 ),
                 "ntasks": statistics.median(r[2] for r in runs),
+                "pieces": statistics.median(r[3] for r in runs),
                 "lineage": None if lineage is None else len(lineage),
             }
         )
@@ -221,7 +255,7 @@ def growth(rows: list[dict[str, Any]], field: str = "total") -> dict[tuple[str, 
         pts = [
             (math.log(r["tiles"]), math.log(max(r[field], 1e-7)))
             for r in rows
-            if key == (r["backend"], r["workload"])
+            if key == (r["backend"], r["workload"]) and r.get(field) is not None
         ]
         if len(pts) >= 2:
             xs, ys = zip(*pts)
@@ -242,6 +276,10 @@ def report(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = Non
     ``before`` (rows of an earlier run), its driver and own times next to these."""
     ms = lambda s: f"{1e3 * s:.1f}"  # noqa: E731
     old = {(r["backend"], r["workers"], r["workload"]): r for r in before or ()}
+
+    def count(r: dict[str, Any] | None, field: str) -> str:
+        return "-" if r is None or r.get(field) is None else f"{r[field]:.0f}"
+
     body = []
     for r in rows:
         b = old.get((r["backend"], r["workers"], r["workload"]))
@@ -250,18 +288,22 @@ def report(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = Non
             [r["backend"], str(r["workers"]), str(r["tiles"]), r["workload"],
              *(was if before is not None else []), ms(r["total"]), ms(r["own"]),
              ms(r["plan"]), ms(r["lower"]), ms(r["tasks"]), ms(r["dispatch"]), ms(r["wait"]),
-             f"{r['ntasks']:.0f}", f"{1e6 * r['own'] / max(r['ntasks'], 1):.0f}",
+             f"{r['ntasks']:.0f}", *([count(b, "pieces")] if before is not None else []),
+             count(r, "pieces"),
+             f"{1e6 * r['own'] / max(r['ntasks'], 1):.0f}",
              "-" if r["lineage"] is None else str(r["lineage"])]
         )  # fmt: skip
     columns = ["backend", "workers", "tiles", "workload",
                *(["before: driver ms", "before: own ms"] if before is not None else []),
                "driver ms", "own ms", "plan ms", "lower ms", "in-process tasks ms",
-               "dispatch ms", "wait ms", "tasks", "own µs / task", "lineage records"]  # fmt: skip
-    fits = [growth(rows, "total"), growth(rows, "own")]
-    fit_columns = ["backend", "workload", "b (driver)", "b (own)"]
+               "dispatch ms", "wait ms", "tasks",
+               *(["before: pieces"] if before is not None else []), "pieces", "own µs / task",
+               "lineage records"]  # fmt: skip
+    fits = [growth(rows, "total"), growth(rows, "own"), growth(rows, "pieces")]
+    fit_columns = ["backend", "workload", "b (driver)", "b (own)", "b (pieces)"]
     if before is not None:
-        fits += [growth(before, "total"), growth(before, "own")]
-        fit_columns += ["before: b (driver)", "before: b (own)"]
+        fits += [growth(before, "total"), growth(before, "own"), growth(before, "pieces")]
+        fit_columns += ["before: b (driver)", "before: b (own)", "before: b (pieces)"]
     fit_rows = [
         [b, w, *(f"{f[(b, w)]:.2f}" if (b, w) in f else "-" for f in fits)] for (b, w) in fits[0]
     ]
@@ -287,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--rows", type=Path, nargs="+", help="report these runs' rows (--json), measure none"
     )
+    p.add_argument("--note", default="", help="a line for the results file's header")
     args = p.parse_args(argv)
     local = args.local
     if local is None:
@@ -302,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     before = None
     if args.before:
         before = [r for p in args.before for r in json.loads(p.read_text(encoding="utf-8"))]
-    command = "python bench/master.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--note" in given:  # (the note is printed under the header, not in the command)
+        at = given.index("--note")
+        del given[at : at + 2]
+    command = "python bench/master.py " + " ".join(given)
     notes = (
         f"{TILES_PER_WORKER} tiles per worker of {ROWS_PER_TILE} rows (x 8 columns): the "
         "workers' compute is negligible, so this is the driver's cost. Each result checked "
@@ -310,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         "master itself does); *driver*: the whole evaluation's wall time.\n"
     )
     header = run_header(command, f"median of {args.repeats} evaluations after a warm-up")
+    if args.note:
+        header += "\n\n" + args.note
     write_report(
         "master",
         "The master's time per evaluation",

@@ -168,7 +168,9 @@ def test_join_update_reads_and_updates(backend, k):
         x, px = t.rand(SHAPE, tx)
         y, py = t.rand((SHAPE[1], 6), ty)
         for to in tilings((SHAPE[0], 6), t.P):
-            j = sp.join_update(_rows, np.add, [x, y], axes=[0, -1], shape=(SHAPE[0], 6))
+            j = sp.join_update(
+                _rows, np.add, [x, y], axes=[0, -1], shape=(SHAPE[0], 6), update_axis=0
+            )
             pj = t.p.join_update([px, py], [0, -1], (SHAPE[0], 6), update_axis=0)
             t.run(j, pj, to)
             j = sp.join_update(_whole, np.add, [x, y], axes=[1, 0], shape=(SHAPE[0], 6))
@@ -185,6 +187,7 @@ def test_join_update_reads_and_updates(backend, k):
                 float,
                 base=base._expr,
                 groups=2,
+                update_axis=0,
             )
             pj = t.p.join_update(
                 [px, py], [0, -1], (SHAPE[0], 6), update_axis=0, groups=2, base=pbase

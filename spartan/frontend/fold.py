@@ -26,7 +26,15 @@ from spartan.backend.device import array_module
 from spartan.backend.worker import stop_if_cancelled
 from spartan.config import config
 from spartan.frontend.expr import Expr, broadcast_box, register
-from spartan.frontend.lowering import Lowering, RowInputLike, WholeReads, chunk_rows, row_groups
+from spartan.frontend.lowering import (
+    Lowering,
+    RowInputLike,
+    WholeReads,
+    chunk_rows,
+    copy_tree,
+    makes_once,
+    row_groups,
+)
 from spartan.frontend.map import CHUNK, Kernel, Map
 from spartan.frontend.taskgrid import Grid, input_grid
 from spartan.frontend.view import View
@@ -313,7 +321,16 @@ class Fold(Expr):
         #    the same regions in the same order: worked out once, not once per worker,
         #    so the lowering stays linear in tiles whatever the worker count
         made: tuple[tuple[int, ...], list[Region], _CombineTask] | None = None
-        for oidx, obox, w in tiles.placements():
+        made_once = makes_once(ctx, tiles.tiling)
+        if made_once:
+            # a copy on every worker of many: combined once, on worker 0, then copied
+            # (every copy combining every partial was workers x partials pieces)
+            copies = list(tiles.placements())
+            oidx, obox, w = copies[0]
+            regions, task = self._combine_inputs(kept_grid, partials, obox)
+            ctx.backend.submit(w, task, regions, [tiles.key(oidx)])
+            copy_tree(ctx, tiles.key(oidx), self.shape, self.dtype, [w for *_, w in copies])
+        for oidx, obox, w in () if made_once else tiles.placements():
             if made is None or made[0] != oidx:
                 made = (oidx, *self._combine_inputs(kept_grid, partials, obox))
             _, regions, task = made

@@ -25,6 +25,7 @@ task finishes is then written straight into that tile, not made apart and copied
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import sys
@@ -37,7 +38,7 @@ import numpy as np
 from spartan.backend.base import Piece, Region
 from spartan.backend.device import array_module, contiguous
 from spartan.frontend.expr import Expr, register
-from spartan.frontend.lowering import Lowering, WholeReads
+from spartan.frontend.lowering import Lowering, WholeReads, copy_tree, makes_once
 from spartan.frontend.tiles import axis_runs
 from spartan.frontend.view import View
 from spartan.tiling import Box, Tiling, box_shape
@@ -108,6 +109,7 @@ class _JoinTask:
         targets,
         chunked=None,
         finish=None,
+        take=None,
     ):
         self.f_join, self.groups, self.nin, self.f_accum = f_join, groups, nin, f_accum
         self.out_shape, self.out_tiling, self.targets = out_shape, out_tiling, targets
@@ -116,6 +118,9 @@ class _JoinTask:
         self.chunked = chunked
         #: output tiles whose every update comes from this task: target -> _Accumulate
         self.finish = finish or {}
+        #: per group and input, the block it reads: (task input, None) or (task input,
+        #: slices of it) where a worker's groups share one read (None: in order)
+        self.take = take
 
     def _group_updates(self, extents: tuple, blocks: tuple) -> Iterable[tuple[Any, Any]]:
         if self.chunked is not None:
@@ -146,6 +151,8 @@ class _JoinTask:
         return out + [(loc, update) for loc, update in merged.values()]
 
     def __call__(self, *blocks: np.ndarray) -> list | tuple[list, ...]:
+        if self.take is not None:
+            blocks = tuple(blocks[k] if s is None else blocks[k][s] for k, s in self.take)
         per_tile: dict[tuple[int, ...], list] = {t: [] for t in self.targets}
         for loc, update in self.updates(blocks):
             runs = location_runs(loc, self.out_shape)
@@ -313,6 +320,15 @@ def _cut_along_one_axis(places: Sequence[tuple[slice, ...]], shape: tuple[int, .
             return False
         edge = hi
     return edge == shape[axis]
+
+
+def _slabs_cross_tiles(ctx: Lowering, x: Expr, axis: int) -> bool:
+    """Whether a slab of ``x`` along ``axis`` (whole along its other axes) lies in
+    several of its tiles: ``x`` (evaluated, not a view) is cut along another axis."""
+    if isinstance(x, View):
+        return False
+    t = ctx.tiling(x)
+    return not t.replicated and any(c > 1 for k, c in enumerate(t.cuts) if k != axis)
 
 
 @register
@@ -493,6 +509,9 @@ class JoinUpdate(Expr):
         update_keys: dict[tuple[int, ...], list] = {t: [] for t in targets}
         made_on: dict[tuple, int] = {}  # each update key's worker
         per_worker: dict[int, list] = {}
+        # updates accumulate: one task per worker, whose groups' reads may be shared
+        shared = self.f_accum is not None and not piped
+        reads = {}  # per worker (shared): its task's regions and each group's blocks
         for g in range(groups):
             boxes = []
             for x, a in zip(inputs, self.axes):
@@ -502,6 +521,9 @@ class JoinUpdate(Expr):
                     box[a] = (g * n // groups, (g + 1) * n // groups)
                 boxes.append(tuple(box))
             w = self._worker(ctx, inputs, boxes, g, groups, nw)
+            if shared:  # read per worker below, once for all its groups
+                per_worker.setdefault(w, []).append((w, None, tuple(Extent(b) for b in boxes)))
+                continue
             regions = []
             for i, (x, b, a) in enumerate(zip(inputs, boxes, self.axes)):
                 ri = by_index.get(i)
@@ -517,6 +539,8 @@ class JoinUpdate(Expr):
             local = all(p.worker == w for r in regions if isinstance(r, Region) for p in r.pieces)
             batch = w if self.f_accum is not None or local else (w, g)
             per_worker.setdefault(batch, []).append((w, regions, extents))
+        for w, items in per_worker.items() if shared else ():
+            reads[w] = self._batch_reads(ctx, inputs, w, [e for *_, e in items], whole)
         # each output tile's (box, worker); none when it is replicated on every worker
         placed = {} if out_tiling.replicated else {t: (box, tw) for t, box, tw in tiles.tiles()}
         fed = self._fed_tiles(placed, per_worker, targets)
@@ -543,8 +567,10 @@ class JoinUpdate(Expr):
                 fed[b],
                 chunked,
                 finish,
+                reads[b][1] if shared else None,
             )
-            ctx.backend.submit(w, task, [r for _, rs, _ in items for r in rs], keys)
+            regions = reads[b][0] if shared else [r for _, rs, _ in items for r in rs]
+            ctx.backend.submit(w, task, regions, keys)
             for t, k in zip(fed[b], keys):
                 if t not in finish:
                     update_keys[t].append(k)
@@ -555,7 +581,11 @@ class JoinUpdate(Expr):
         # an update list read from elsewhere, made once (a replicated output's copies
         # all read every list: not once per copy)
         fetch_of: dict[tuple, Region] = {}
-        for idx, box, w in tiles.placements():
+        # a copy on every worker of many: accumulated once, on worker 0, then copied
+        # (every copy reading every update list was workers x lists pieces)
+        made_once = makes_once(ctx, out_tiling) and targets[0] in update_keys
+        placements = list(tiles.placements())
+        for idx, box, w in placements[:1] if made_once else placements:
             t = idx if not out_tiling.replicated else targets[0]
             if t not in update_keys:  # finished by its join task
                 continue
@@ -568,25 +598,75 @@ class JoinUpdate(Expr):
             ins += [k if made_on[k] == w else fetch_of[k] for k in update_keys[t]]
             task = _Accumulate(self.f_accum, box, self.dtype, self.fill, self.has_base)
             ctx.backend.submit(w, task, ins, [tiles.key(idx)])
+        if made_once:
+            idx = placements[0][0]
+            copy_tree(ctx, tiles.key(idx), self.shape, self.dtype, [w for *_, w in placements])
         ctx.backend.delete([k for ks in update_keys.values() for k in ks])
         whole.release()
         self.data = tiles
 
+    def _batch_reads(
+        self, ctx: Lowering, inputs: Sequence[Expr], w: int, groups: list[tuple], whole: Any
+    ) -> tuple[list, list[tuple[int, Any]]]:
+        """The regions one worker's task reads for its ``groups`` (their extents, in
+        order), and each group's block of each input as ``(region index, slices)``.
+
+        Consecutive groups whose slabs of an input lie in several of its tiles each (a
+        column slab of a row-tiled ``x`` in ``x @ y`` by inner blocks: a piece of every
+        row tile) read the slabs' union once, each group a slice of it: pieces grow with
+        the tiles, not tiles x groups. The bytes are the same (the slabs are disjoint).
+        """
+        regions: list = []
+        union: dict[int, tuple[int, int]] = {}  # input -> (region index, start along axis)
+        for i, (x, a) in enumerate(zip(inputs, self.axes)):
+            if a < 0 or len(groups) < 2 or not _slabs_cross_tiles(ctx, x, a):
+                continue
+            spans = [g[i].box[a] for g in groups]
+            if any(p[1] != q[0] for p, q in zip(spans, spans[1:])):
+                continue  # (not consecutive groups: each reads its own)
+            box = list(groups[0][i].box)
+            box[a] = (spans[0][0], spans[-1][1])
+            union[i] = (len(regions), spans[0][0])
+            regions.append(ctx.region(x, tuple(box), w))
+        take: list[tuple[int, Any]] = []
+        for g in groups:
+            for i, (x, a) in enumerate(zip(inputs, self.axes)):
+                if i in union:
+                    k, start = union[i]
+                    lo, hi = g[i].box[a]
+                    take.append((k, (slice(None),) * a + (slice(lo - start, hi - start),)))
+                    continue
+                take.append((len(regions), None))
+                regions.append(ctx.region(x, g[i].box, w) if a >= 0 else whole(x, w))
+        return regions, take
+
     def _fed_tiles(self, placed: dict, per_worker: dict, targets: list) -> dict[Any, list]:
         """The output tiles each join task may update: all of them, unless
-        ``update_axis`` says which rows each group's updates stay within."""
+        ``update_axis`` says which rows each group's updates stay within. Found from
+        the tiles' place along that axis, not by testing every tile against every task
+        (which was tasks x tiles)."""
         ua = self.update_axis
         if ua is None or not placed:
             return {b: targets for b in per_worker}
         i, a = next((i, a) for i, a in enumerate(self.axes) if a >= 0)
+        order = {t: k for k, t in enumerate(placed)}  # C order of the tile index
+        along: dict[int, list] = {}  # tiles by their index along update_axis
+        for t in placed:
+            along.setdefault(t[ua], []).append(t)
+        # each slot's [lo, hi) along update_axis (the output tiling's even cuts)
+        spans_of = sorted({t[ua]: placed[t][0][ua] for t in placed}.items())
+        starts = [lo for _, (lo, _) in spans_of]
         fed = {}
         for b, items in per_worker.items():
-            spans = [extents[i].box[a] for _, _, extents in items]
-            fed[b] = [
-                t
-                for t, (box, _) in placed.items()
-                if any(lo < box[ua][1] and box[ua][0] < hi for lo, hi in spans)
-            ]
+            hit: set[int] = set()
+            for _, _, extents in items:
+                lo, hi = extents[i].box[a]
+                k = max(bisect.bisect_right(starts, lo) - 1, 0)
+                while k < len(spans_of) and spans_of[k][1][0] < hi:
+                    if lo < spans_of[k][1][1]:
+                        hit.add(spans_of[k][0])
+                    k += 1
+            fed[b] = sorted((t for p in hit for t in along[p]), key=order.__getitem__)
         return fed
 
     def _lower_everywhere(self, ctx: Lowering, tiles: Any, grid: Tiling, targets: list) -> None:
@@ -612,12 +692,17 @@ class JoinUpdate(Expr):
         self.data = tiles
 
     def _worker(self, ctx, inputs, boxes, g, groups, nw) -> int:
-        """The worker holding the start of the group's first joined input."""
+        """The worker holding the start of the group's first joined input; the groups of
+        a join with no update axis (a product by inner blocks) whose slabs cross every
+        tile of it (not cut along their axis) spread over the workers, as the cost model
+        places them (``optimizer.profiles._join_tasks``): else every partial would be
+        made on one worker."""
         for x, a, box in zip(inputs, self.axes, boxes):
             if a < 0:
                 continue
             t = ctx.tiling(x)
-            if t.replicated or isinstance(x, View):
+            crossing = t.cuts[a] == 1 and t.ntiles > 1
+            if t.replicated or isinstance(x, View) or crossing:
                 break
             corner = tuple((lo, lo + 1) for lo, _ in box)
             hit = next(t.overlapping(x.shape, corner), None)

@@ -38,6 +38,32 @@ if TYPE_CHECKING:
     from spartan.frontend.lowering import Lowering
 
 
+#: a whole read fetching more pieces than this from elsewhere is broadcast through a
+#: tree of its readers (:class:`~spartan.frontend.lowering.WholeReads`): each reader
+#: fetches from one earlier reader's copy, so the pieces the driver handles grow with
+#: tiles + readers, not tiles x readers; and a replicated output on more workers than
+#: this is made once and copied (:func:`made_once`). At or under it every reader
+#: fetches from the owners, and every copy is made where it lives.
+BROADCAST_ABOVE = 16
+#: readers of one copy in such a tree (its fan-out): the tree is log_F(readers)
+#: fetches deep, one after another, and each copy is read by at most F others
+BROADCAST_FANOUT = 8
+
+
+def made_once(tiling: Tiling, nworkers: int) -> bool:
+    """Whether an operator's output tiled ``tiling`` is made once, on worker 0, and
+    copied from there to the other workers through a tree
+    (:func:`~spartan.frontend.lowering.copy_tree`), instead of each copy being made
+    where it lives from every partial or update (workers x partials pieces; and as many
+    times the bytes). The lowering of folds and join_updates and their cost profiles
+    (:mod:`spartan.frontend.optimizer.profiles`) follow this one rule.
+
+    >>> made_once(Tiling.duplicated((4,)), 64), made_once(Tiling.duplicated((4,)), 8)
+    (True, False)
+    """
+    return tiling.replicated and nworkers > BROADCAST_ABOVE
+
+
 @dataclass(frozen=True)
 class Grid:
     """Tiles cut at ``bounds`` (per axis: ascending, from 0 to the axis length), each

@@ -60,7 +60,7 @@ from spartan.frontend.optimizer.geometry import (
     strided_read_bytes,
 )
 from spartan.frontend.optimizer.program import Node, Program, axis_groups
-from spartan.frontend.taskgrid import view_grid
+from spartan.frontend.taskgrid import made_once, view_grid
 from spartan.frontend.viewmap import ViewMap
 from spartan.tiling import Tiling, candidates, piece_of
 
@@ -195,7 +195,9 @@ def profile(
         return [
             Term(
                 (x.root, me),
-                lambda r, c: _fold(x.key, r.tiling, axes, node.shape, partial, c.tiling, P),
+                lambda r, c: _fold(
+                    x.key, r.tiling, axes, node.shape, partial, c.tiling, P, node.itemsize
+                ),
             )
         ]
     if op == "scan":
@@ -294,7 +296,7 @@ def _join_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = N
     def tasks(rf: Choice) -> JoinTasks:
         if piped_rows and fa == 0 and not fixed:
             return _row_tasks(first.shape, piped_rows, P)
-        return _join_tasks(first.key, fa, rf.tiling, P, fixed)
+        return _join_tasks(first.key, fa, rf.tiling, P, fixed, update_axis is None)
 
     terms = [Term((first.root,), lambda r: _join_read(first.key, r.tiling, fa, tasks(r), P))]
     for i, (x, a) in enumerate(zip(xs, axes)):
@@ -330,7 +332,7 @@ def _dot_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = No
     def tasks(rx: Choice, c: Choice) -> JoinTasks:
         if piped_rows and axes(c)[0] == 0:
             return _row_tasks(x.shape, piped_rows, P)
-        return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
+        return _join_tasks(x.key, axes(c)[0], rx.tiling, P, accumulates=c.impl != "rows")
 
     def update(rx: Choice, ry: Choice, c: Choice) -> int:
         if c.tiling.replicated and rx.tiling.replicated and ry.tiling.replicated:
@@ -452,6 +454,7 @@ def _fold(
     itemsize: int,
     out_t: Tiling,
     P: int,
+    out_itemsize: int = 0,
 ) -> int:
     (boxes, workers), read = _task_grid(key, root_t, P)
     partial = np.delete(boxes, list(axes), axis=1)
@@ -459,7 +462,7 @@ def _fold(
     rows = np.concatenate([partial.reshape(len(workers), -1), workers[:, None]], axis=1)
     rows = np.unique(rows, axis=0)
     partial, workers = rows[:, :-1].reshape(len(rows), -1, 2), rows[:, -1]
-    return read + cross_overlap((partial, workers), layout(out_shape, out_t, P)) * itemsize
+    return read + _to_output((partial, workers), out_shape, itemsize, out_t, P, out_itemsize)
 
 
 @lru_cache(maxsize=65536)
@@ -504,10 +507,19 @@ def _concat_read(
 
 @lru_cache(maxsize=65536)
 def _join_tasks(
-    key: InputKey, axis: int, root_t: Tiling, P: int, fixed: int | None = None
+    key: InputKey,
+    axis: int,
+    root_t: Tiling,
+    P: int,
+    fixed: int | None = None,
+    accumulates: bool = False,
 ) -> tuple[int, tuple[int, ...]]:
     """(groups, worker of each group) of a join whose first joined input is ``key``:
-    ``fixed`` groups, else one per tile along the axis, else ``min(n, P)``."""
+    ``fixed`` groups, else one per tile along the axis, else ``min(n, P)``. Each group
+    runs where its first element is, except the groups of a join whose updates cover
+    the whole output (``accumulates``: no update axis, as a product by inner blocks)
+    and whose slabs cross every tile (a column slab of a row-tiled x): those spread
+    over the workers (as ``JoinUpdate._worker`` places them)."""
     shape = key[3]
     t = _grid(key, root_t)
     n = shape[axis]
@@ -517,7 +529,10 @@ def _join_tasks(
         groups = t.cuts[axis]
     else:
         groups = max(1, min(n, P))
-    if t.replicated or key[2] is not None:
+    # (a slab across every tile: its first element's tile would put every group, and
+    # so every partial product, on one worker, which would then compute alone)
+    crossing = t.cuts[axis] == 1 and t.ntiles > 1
+    if t.replicated or key[2] is not None or crossing:
         return groups, tuple(g * P // groups for g in range(groups))
     # the tile holding each group's first element (index 0 on the other axes)
     starts = [piece_of(g * n // groups, n, t.cuts[axis]) for g in range(groups)]
@@ -567,7 +582,19 @@ def _join_update(
     if update_axis is None:  # whole-output updates: a worker combines its own first
         workers = np.unique(workers)
         slabs = slabs[: len(workers)]
-    return cross_overlap((slabs, workers), layout(out_shape, out_t, P)) * itemsize
+    return _to_output((slabs, workers), out_shape, itemsize, out_t, P, itemsize)
+
+
+def _to_output(
+    parts: Layout, out_shape: Shape, itemsize: int, out_t: Tiling, P: int, out_itemsize: int
+) -> int:
+    """Bytes of ``parts`` (partials, updates) sent to the output tiles' owners; an output
+    made once (:func:`~spartan.frontend.taskgrid.made_once`): to worker 0, then
+    ``out_itemsize`` bytes per element to each other worker's copy."""
+    if not made_once(out_t, P):
+        return cross_overlap(parts, layout(out_shape, out_t, P)) * itemsize
+    one = layout(out_shape, Tiling.single(out_shape), P)
+    return cross_overlap(parts, one) * itemsize + (P - 1) * math.prod(out_shape) * out_itemsize
 
 
 @lru_cache(maxsize=65536)
