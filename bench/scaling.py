@@ -3,6 +3,8 @@
     python bench/scaling.py --quick          # small sizes (< 2 min)
     python bench/scaling.py                  # default sizes
     python bench/scaling.py --no-cluster     # skip the multi-node part
+    python bench/scaling.py --sweep          # strong/weak scaling, 1-16 workers, vs Dask
+    python bench/scaling.py --sweep-rows bench/out/scaling_sweep.json   # table -> results
 
 1. Workers: the same workloads with 1 and with 2 spartan workers on a local Ray
    instance (ideal speed-up 2x on this 2-core machine); medians of ``--repeats``.
@@ -16,6 +18,12 @@
    optimizer's prediction (``spartan.explain``). The nodes are stopped in ``finally``
    by the process ids found under that temp dir (``ray stop`` would also stop every
    other Ray instance on the machine).
+4. Sweep (``--sweep``, for a machine with cores to spare): k-means, logistic
+   regression, a stencil and ``A @ A.T`` at each of ``--workers``, strong (``--strong-gb``)
+   and weak (``--weak-mb`` per worker) scaling, spartan on Ray against Dask distributed
+   with as many one-thread workers; inputs made on the workers, results compared. Rows
+   go to ``--json`` as they finish (a ``--deadline`` skips the rest, so a time-boxed run
+   ends with its table); ``--sweep-rows`` renders them into the results file's section.
 
 Results go to ``bench/results/scaling.md``.
 """
@@ -37,7 +45,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
@@ -292,6 +300,295 @@ def cluster_driver(address: str, quick: bool, repeats: int) -> None:
     print(json.dumps(rows))
 
 
+# ---------------------------------------------------------------- strong and weak scaling
+
+SWEEP_WORKLOADS = ("kmeans", "logreg", "stencil", "matmul")
+KMEANS_K, KMEANS_ITERS, LOGREG_ITERS, STENCIL_STEPS = 16, 3, 5, 4
+
+
+def _noise(xp: Any, rows: int, cols: int, chunks: Any) -> Any:
+    """Uniform-looking data in [0, 1) from a formula of the indices, so every system makes
+    the same bits on its own workers (nothing is shipped from the driver)."""
+    f8 = numpy.float64
+    if chunks is None:  # spartan and NumPy
+        i, j = xp.arange(rows, dtype=f8)[:, None], xp.arange(cols, dtype=f8)[None, :]
+    else:  # dask.array: row chunks as a Dask user would cut them
+        i = xp.arange(rows, dtype=f8, chunks=chunks[0])[:, None]
+        j = xp.arange(cols, dtype=f8, chunks=chunks[1])[None, :]
+    v = xp.sin(i * 12.9898 + j * 78.233) * 43758.5453
+    return v - xp.floor(v)
+
+
+def _sweep_inputs(xp: Any, name: str, nbytes: int, chunks: Callable[..., Any]) -> tuple:
+    """The workload's inputs, about ``nbytes`` in its main array (matmul: ``nbytes`` is n,
+    and the inputs are ``A`` and ``A.T``)."""
+    if name in ("kmeans", "logreg"):
+        n = max(nbytes // (8 * 32), 64)
+        x = _noise(xp, n, 32, chunks(n, 32))
+        return (x, (x[:, 0] + x[:, 1] > 1.0).astype(numpy.float64)) if name == "logreg" else (x,)
+    if name == "stencil":
+        m = max(int((nbytes / 8) ** 0.5), 16)
+        return (_noise(xp, m, m, chunks(m, m)),)
+    # A @ A.T (a Gram-like product): one formula, so spartan and Dask alike see one array
+    a = _noise(xp, nbytes, nbytes, chunks(nbytes, nbytes))
+    return a, a.T
+
+
+def _sweep_program(xp: Any, name: str, *inputs: Any) -> Any:
+    """The timed computation: a small result, except matmul's (kept on the workers)."""
+    import kmeans as km
+    import logistic_regression as lr
+    from harness import with_module
+
+    if name == "kmeans":
+        centers, _, inertia = with_module(km.kmeans, xp)(inputs[0], KMEANS_K, KMEANS_ITERS)
+        return centers, inertia
+    if name == "logreg":
+        return with_module(lr.logistic_regression, xp)(*inputs, LOGREG_ITERS, 1.0)
+    if name == "stencil":
+        u = inputs[0]
+        for _ in range(STENCIL_STEPS):  # Jacobi steps on the interior, which shrinks by one
+            u = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        return u.sum(axis=0)
+    return inputs[0] @ inputs[1]
+
+
+def _sweep_size(name: str, mode: str, workers: int, strong_bytes: int, weak_bytes: int,
+                matmul_n: int) -> int:  # fmt: skip
+    if name == "matmul":  # weak: the same multiply-adds per worker
+        n = matmul_n if mode == "strong" else round(matmul_n / 2 * workers ** (1 / 3))
+        return max(16, n - n % 16)
+    return strong_bytes if mode == "strong" else weak_bytes * workers
+
+
+class _SweepSystem(Protocol):
+    """One system at one worker count: build inputs on the workers, time a program."""
+
+    name: str
+
+    def inputs(self, workload: str, size: int) -> tuple: ...
+    def run(self, workload: str, inputs: tuple) -> tuple[Any, dict[str, float]]: ...
+    def summary(self, workload: str, result: Any) -> list[numpy.ndarray]: ...
+    def close(self) -> None: ...
+
+
+class _SpartanSweep(_SweepSystem):
+    name = "spartan"
+
+    def __init__(self, workers: int) -> None:
+        import spartan
+
+        self.sp = spartan
+        spartan.init(backend="ray", num_workers=workers)
+
+    def inputs(self, workload: str, size: int) -> tuple:
+        arrays = _sweep_inputs(self.sp, workload, size, lambda *shape: None)
+        self.sp.evaluate(*arrays)
+        return arrays
+
+    def run(self, workload: str, inputs: tuple) -> tuple[Any, dict[str, float]]:
+        self.sp.reset_stats()
+        result = _sweep_program(self.sp, workload, *inputs)
+        outs = [r for r in _leaves(result) if isinstance(r, self.sp.Array)]
+        self.sp.evaluate(*outs)
+        if workload != "matmul":
+            result = tuple(numpy.asarray(r) for r in _leaves(result))
+        stats = self.sp.stats()
+        return result, {"moved_mb": stats["bytes_moved"] / 1e6,
+                        "driver_s": stats["driver_seconds"]}  # fmt: skip
+
+    def summary(self, workload: str, result: Any) -> list[numpy.ndarray]:
+        if workload == "matmul":
+            return [numpy.asarray(result.sum(axis=0))]
+        return [numpy.asarray(r) for r in result]
+
+    def close(self) -> None:
+        self.sp.shutdown()
+
+
+class _DaskSweep(_SweepSystem):
+    name = "dask-dist"
+
+    def __init__(self, workers: int) -> None:
+        import dask.array
+        from dask.distributed import Client, LocalCluster
+
+        self.da = dask.array
+        self.workers = workers
+        # threads_per_worker=1 like spartan's one-CPU actors; the nanny sets
+        # OMP_NUM_THREADS=1 as Ray does for a one-CPU actor, so BLAS is one thread in both
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        self.client = Client(cluster)
+        self._runs = 0
+
+    def _chunks(self, rows: int, cols: int) -> tuple[Any, Any]:
+        # Dask's "auto" chunks (128 MiB), but no fewer row blocks than workers
+        per = -(-rows // self.workers)
+        auto = self.da.core.normalize_chunks(("auto", -1), (rows, cols), dtype=numpy.float64)
+        return min(per, max(auto[0])), cols
+
+    def inputs(self, workload: str, size: int) -> tuple:
+        from dask.distributed import wait
+
+        arrays = _sweep_inputs(self.da, workload, size, self._chunks)
+        arrays = self.client.persist(list(arrays))
+        wait(arrays)
+        return tuple(arrays)
+
+    def run(self, workload: str, inputs: tuple) -> tuple[Any, dict[str, float]]:
+        from dask.distributed import wait
+
+        result = _sweep_program(self.da, workload, *inputs)
+        if workload == "matmul":
+            # an equal graph has equal keys: the last run's product, still held, would be
+            # found done. A last no-op layer named for this run makes the keys new
+            self._runs += 1
+            result = result.map_blocks(numpy.asarray, token=f"run{self._runs}", dtype=result.dtype)
+            result = self.client.persist(result)
+            wait(result)
+            return result, {}
+        futures = self.client.compute(list(_leaves(result)))
+        return tuple(numpy.asarray(r) for r in self.client.gather(futures)), {}
+
+    def summary(self, workload: str, result: Any) -> list[numpy.ndarray]:
+        if workload == "matmul":
+            return [numpy.asarray(result.sum(axis=0).compute())]
+        return list(result)
+
+    def close(self) -> None:
+        self.client.cluster.close()
+        self.client.close()
+
+
+def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Strong and weak scaling rows (one dict per system, mode, workload and worker count).
+
+    Each row builds its inputs on the workers, runs the program until ``max_runs`` runs or
+    ``run_budget`` seconds, and keeps the fastest. Results of the systems are compared with
+    each other at equal sizes (and with NumPy under ``--check-numpy``); a difference is
+    recorded in the row, not raised, so a long run always ends with its table."""
+    import gc
+
+    import ray
+
+    start = time.perf_counter()
+    strong = int(args.strong_gb * 2**30)
+    weak = int(args.weak_mb * 2**20)
+    rows: list[dict[str, Any]] = []
+    reference: dict[tuple[str, int], list[numpy.ndarray]] = {}
+    ray.init(address="local", num_cpus=max(args.workers), include_dashboard=False,
+             log_to_driver=False)  # fmt: skip
+    systems = [_SpartanSweep] + ([_DaskSweep] if args.dask else [])
+    try:
+        for workers in args.workers:
+            for make in systems:
+                if time.perf_counter() - start > args.deadline:
+                    log.warning("deadline: %s at %d workers skipped", make.name, workers)
+                    continue
+                system = make(workers)
+                try:
+                    names = args.sweep_workloads
+                    if make is _DaskSweep and args.dask_workloads:
+                        names = [n for n in names if n in args.dask_workloads]
+                    for mode in args.modes:
+                        for name in names:
+                            if time.perf_counter() - start > args.deadline:
+                                break
+                            size = _sweep_size(name, mode, workers, strong, weak, args.matmul_n)
+                            row = _sweep_one(system, name, mode, workers, size, args, reference)
+                            rows.append(row)
+                            log.info("%s", json.dumps(row))
+                            out = Path(args.json)
+                            out.parent.mkdir(parents=True, exist_ok=True)
+                            out.write_text(json.dumps(rows, indent=1))
+                            gc.collect()
+                finally:
+                    system.close()
+    finally:
+        ray.shutdown()
+    return rows
+
+
+def _sweep_one(system: _SweepSystem, name: str, mode: str, workers: int, size: int,
+               args: argparse.Namespace, reference: dict) -> dict[str, Any]:  # fmt: skip
+    t0 = time.perf_counter()
+    inputs = system.inputs(name, size)
+    build = time.perf_counter() - t0
+    times, extra, result = [], {}, None
+    while not times or (sum(times) < args.run_budget and len(times) < args.max_runs):
+        del result
+        t0 = time.perf_counter()
+        result, extra = system.run(name, inputs)
+        times.append(time.perf_counter() - t0)
+    got = system.summary(name, result)
+    del result, inputs
+    key = (name, size)
+    if args.check_numpy and key not in reference:
+        want = _sweep_program(numpy, name, *_sweep_inputs(numpy, name, size, lambda *s: None))
+        want = _leaves(want) if name != "matmul" else [want.sum(axis=0)]
+        reference[key] = [numpy.asarray(w) for w in want]
+    rtol = 1e-5 if name == "kmeans" else 1e-7
+    if key in reference:
+        same = all(numpy.allclose(g, w, rtol=rtol, atol=1e-9) for g, w in zip(got, reference[key]))
+        check = "ok" if same else "DIFFERS"
+    else:
+        reference[key] = got
+        check = "first"
+    main = size if name == "matmul" else None
+    return {
+        "system": system.name, "mode": mode, "workload": name, "workers": workers,
+        "size": f"{main} x {main}" if main else f"{size / 2**20:,.0f} MiB",
+        "seconds": min(times), "runs": len(times), "times": times, "build_s": build, "check": check, **extra,
+    }  # fmt: skip
+
+
+def sweep_table(rows: list[dict[str, Any]]) -> str:
+    """Seconds and parallel efficiency by worker count; strong: T1 / (w Tw), weak: T1 / Tw."""
+    out = []
+    workers = sorted({r["workers"] for r in rows})
+    for mode in ("strong", "weak"):
+        sel = [r for r in rows if r["mode"] == mode]
+        if not sel:
+            continue
+        cols = ["workload", "system", *(f"{w} w s" for w in workers)]
+        cols += [f"eff {w} w" for w in workers if w > 1]
+        cols += ["moved MB (max w)", "driver ms (max w)", "check"]
+        body = []
+        for name in dict.fromkeys(r["workload"] for r in sel):
+            for system in dict.fromkeys(r["system"] for r in sel):
+                mine = {r["workers"]: r for r in sel if r["workload"] == name
+                        and r["system"] == system}  # fmt: skip
+                if not mine:
+                    continue
+                t1 = mine[1]["seconds"] if 1 in mine else None
+                cells = [name, system]
+                cells += [f"{mine[w]['seconds']:.3f}" if w in mine else "-" for w in workers]
+                for w in (w for w in workers if w > 1):
+                    if t1 is None or w not in mine:
+                        cells.append("-")
+                        continue
+                    eff = t1 / mine[w]["seconds"] / (w if mode == "strong" else 1)
+                    cells.append(f"{eff:.0%}")
+                last = mine[max(mine)]
+                cells.append(f"{last['moved_mb']:,.1f}" if "moved_mb" in last else "-")
+                own = last.get("driver_s") or {}
+                own_s = sum(own.get(k, 0.0) for k in ("plan", "lower", "dispatch"))
+                cells.append(f"{own_s * 1e3:,.1f}" if own else "-")
+                checks = {r["check"] for r in mine.values()}
+                cells.append("DIFFERS" if "DIFFERS" in checks else "ok")
+                body.append(cells)
+        sizes = sorted({(r["workload"], r["workers"], r["size"]) for r in sel})
+        by_workload: dict[str, list[str]] = {}
+        for name, w, size in sizes:
+            by_workload.setdefault(name, []).append(f"{w}: {size}")
+        out += [f"### {mode.capitalize()} scaling", ""]
+        out += [f"- {name}: " + ", ".join(v) for name, v in by_workload.items()]
+        out += ["", table(cols, body), ""]
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- reporting
 
 WORKER_COLUMNS = ["workload", "input", "1 worker s", "2 workers s", "speed-up"]
@@ -305,6 +602,33 @@ def table(columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(columns), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+SWEEP_HEADING = "## Strong and weak scaling"
+
+
+def save_sweep(text: str, args: argparse.Namespace) -> None:
+    """Replace the sweep's section of ``bench/results/scaling.md`` (the rest is kept)."""
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    head, _, tail = old.partition(SWEEP_HEADING)
+    rest = tail[tail.find("\n## ") :] if "\n## " in tail else ""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(Path(args.sweep_rows).stat().st_mtime))
+    section = [
+        SWEEP_HEADING,
+        "",
+        f"Run: {when}; machine: {args.machine or platform.node()}; rows: `{args.sweep_rows}`.",
+        f"k-means k = {KMEANS_K}, {KMEANS_ITERS} iterations; logistic regression "
+        f"{LOGREG_ITERS} steps; stencil {STENCIL_STEPS} Jacobi steps (5 points); matmul "
+        "A @ A.T (n x n), the product kept on the workers. Inputs made on the workers from a formula of the indices "
+        "(the same bits in every system); the fastest of up to 3 runs, as many as fit in 4 s (a "
+        "longer run is timed once, with spartan's planning and the workers' first calls); "
+        "`driver ms`: spartan's own plan + lower + dispatch time per run; efficiency = T(1) / (w T(w)) strong, "
+        "T(1) / T(w) weak. `check`: every result equal to the other system's (and to one "
+        "worker's) at the same size.",
+        "",
+        text,
+    ]
+    RESULTS.write_text(head.rstrip() + "\n\n" + "\n".join(section).rstrip() + "\n" + rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -314,7 +638,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-cluster", action="store_true", help="skip the multi-node part")
     p.add_argument("--no-save", action="store_true")
     p.add_argument("--cluster-driver", metavar="ADDRESS", help=argparse.SUPPRESS)
+    s = p.add_argument_group("strong and weak scaling (--sweep)")
+    s.add_argument("--sweep", action="store_true", help="run only the scaling sweep")
+    s.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    s.add_argument("--modes", nargs="+", default=["strong", "weak"], choices=["strong", "weak"])
+    s.add_argument("--sweep-workloads", nargs="+", default=list(SWEEP_WORKLOADS),
+                   choices=SWEEP_WORKLOADS)  # fmt: skip
+    s.add_argument("--strong-gb", type=float, default=2.0, help="main array, strong scaling")
+    s.add_argument("--weak-mb", type=float, default=256.0, help="main array per worker, weak")
+    s.add_argument("--matmul-n", type=int, default=4096, help="matmul side, strong scaling")
+    s.add_argument("--max-runs", type=int, default=3)
+    s.add_argument("--run-budget", type=float, default=4.0, help="runs stop after these seconds")
+    s.add_argument("--deadline", type=float, default=1e9, help="seconds; later rows skipped")
+    s.add_argument("--no-dask", dest="dask", action="store_false")
+    s.add_argument("--dask-workloads", nargs="+", choices=SWEEP_WORKLOADS,
+                   help="run Dask on these only (default: all)")  # fmt: skip
+    s.add_argument("--check-numpy", action="store_true", help="also compare with NumPy")
+    s.add_argument("--json", default=str(ROOT / "bench" / "out" / "scaling_sweep.json"),
+                   help="write the rows here as they finish (default: bench/out/)")  # fmt: skip
+    s.add_argument("--sweep-rows", help="render (and --save) rows from an earlier --json")
+    s.add_argument("--machine", help="the machine's description for the saved table")
     args = p.parse_args(argv)
+    if args.sweep or args.sweep_rows:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+        os.environ.setdefault("RAY_ACCEPT_TOOLS_WARNING", "1")
+        if args.sweep_rows:
+            rows = json.loads(Path(args.sweep_rows).read_text())
+        else:
+            rows = sweep(args)
+        text = sweep_table(rows)
+        print(text, flush=True)
+        if not args.no_save and args.sweep_rows:
+            save_sweep(text, args)
+        return 0
     if args.cluster_driver:
         cluster_driver(args.cluster_driver, args.quick, args.repeats)
         return 0
