@@ -180,6 +180,12 @@ class Config:
     #: node (False: nodes take turns, worker by worker, which measures what grouping
     #: saves: bench/netem_cluster.py). Read when the workers start.
     group_workers_by_node: bool = _setting(True, bool, tuning=True)
+    #: a Ray node with at least this many workers (and 2) gets a relay actor: the steps
+    #: the driver releases to several of its workers at once go as one call to the
+    #: relay, which forwards them on the node (docs/cluster.md, "Per-node dispatch").
+    #: 0 (the default): no relays; on a 2-core VM a relay sent fewer calls but made
+    #: the driver and the evaluation slower. Read when the workers start.
+    node_dispatch_min_workers: int = _setting(0, int, tuning=True)
 
     # ---- tuning: process-level changes, on only where measured to pay (docs/tuning.md) -
     #: freed memory a Ray worker keeps in its heap for its next blocks, in bytes (None:

@@ -90,6 +90,7 @@ from spartan.backend.ray_worker import (
     LOSS_ERRORS,
     OWN_MIN_BYTES,
     FunctionArgs,
+    NodeRelay,
     RayWorker,
     StopFlag,
     _split,
@@ -212,6 +213,31 @@ class RayBackend(Master):
             ) from None
         self.pids = ray.get([a.pid.remote() for a in self.actors])
         self._check_board(range(self.nworkers))
+        #: the relay of each node with config.node_dispatch_min_workers workers or more
+        #: (:meth:`release_many`), by node id
+        self._relays: dict[str, Any] = {}
+        #: per worker: the ref of the last call a relay forwarded to it, which the
+        #: driver's next direct calls to it wait for (:meth:`_to`); and that of the last
+        #: direct call, which the next forwarded call waits for
+        self._relayed: dict[int, ray.ObjectRef] = {}
+        self._direct: dict[int, ray.ObjectRef] = {}
+        #: the workers a relay serves, and those whose held steps go at the end of the
+        #: flush (:meth:`_release_soon`)
+        self._relays_of: set[int] = set()
+        self._soon: set[int] = set()
+        #: flushes under way (nested ones count): only they defer releases; and whether
+        #: a recovery re-runs tasks (its deletes go at once)
+        self._flushing = 0
+        self._rerunning = False
+        #: calls made to relays (each stands for one call per worker it forwarded)
+        self.relay_calls = 0
+        #: relay calls whose forwarded refs the driver has not asked for yet, with what
+        #: each forwarded: (node, ref, [(worker, held, method, spec, passed, after)]); and the
+        #: workers they forwarded to (:meth:`_forwarded`)
+        self._fans: list[tuple[str, Any, list[tuple[int, Sequence[Held], str, bytes, list, list]]]]
+        self._fans = []
+        self._forwarding: set[int] = set()
+        self._start_relays()
         #: names the letters pieces pass through on one host; None: no shared memory
         self._mailbox = (
             channel.Mailbox(self._files)
@@ -267,6 +293,149 @@ class RayBackend(Master):
             )
         )
 
+    # ---- per-node dispatch ---------------------------------------------------------------
+    def _start_relays(self) -> None:
+        """A relay (:class:`~spartan.backend.ray_worker.NodeRelay`) on each node with at
+        least ``config.node_dispatch_min_workers`` workers, told its workers' handles.
+        A relay that does not start on its workers' node is not used."""
+        least = config.node_dispatch_min_workers
+        by_node: dict[str, list[int]] = {}
+        for w, node in enumerate(self.nodes):
+            by_node.setdefault(node, []).append(w)
+        wanted = {n: ws for n, ws in by_node.items() if least > 0 and len(ws) >= max(2, least)}
+        relays: dict[str, Any] = {
+            node: ray.remote(NodeRelay)
+            .options(
+                num_cpus=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                max_restarts=0,
+            )
+            .remote()
+            for node in wanted
+        }
+        for node, relay in relays.items():
+            relay.set_mates.remote({w: self.actors[w] for w in wanted[node]})
+        try:
+            where = ray.get([r.node.remote() for r in relays.values()], timeout=START_TIMEOUT_S)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as error:
+            log.warning("spartan: no per-node dispatch (a relay did not start: %s)", error)
+            for relay in relays.values():
+                ray.kill(relay)
+            return
+        self._relays = {n: r for (n, r), at in zip(relays.items(), where) if at == n}
+        self._relays_of = {w for w, node in enumerate(self.nodes) if node in self._relays}
+
+    def _stop_relays(self) -> None:
+        """Stop the relays (after a wait: nothing they forwarded is outstanding); the
+        driver calls every worker itself from now on."""
+        with contextlib.suppress(Exception):
+            self._forwarded()
+        for relay in self._relays.values():
+            with contextlib.suppress(Exception):
+                ray.kill(relay)
+        self._relays, self._relayed, self._direct = {}, {}, {}
+        self._relays_of, self._soon, self._forwarding, self._fans = set(), set(), set(), []
+
+    def _to(self, worker: int) -> Any:
+        """``worker``'s actor handle for a direct call from the driver: where a relay
+        forwarded calls to it, one whose calls wait for the last of them, and note
+        themselves as the last direct call (:meth:`release_many` keeps the order)."""
+        if not self._relays:
+            return self.actors[worker]
+        return _Ordered(self, worker)
+
+    def release_many(self, workers: Iterable[int]) -> None:
+        """Send the steps held for ``workers`` (those due: idle, or with many steps held,
+        and those whose posts a reader sent waits for, :meth:`_release_soon`). Those on
+        a node with a relay go as one call to the relay: the driver's calls grow with
+        the nodes, not the workers. The relay forwards each worker's steps as its ``run_batch`` call (made
+        after the driver's last direct call to it); the driver waits for those calls'
+        refs as it would for its own. Elsewhere, :meth:`_release`."""
+        workers = list(workers)
+        if not self._relays:
+            for w in workers:
+                self._release(w)
+            return
+        while True:
+            soon, self._soon = self._soon, set()
+            self._release_grouped([*workers, *(w for w in soon if w not in workers)])
+            if not self._soon:  # (posts of readers just built, on other nodes)
+                return
+            workers = []
+
+    def _release_grouped(self, workers: list[int]) -> None:
+        """:meth:`release_many`'s one round: one relay call per node."""
+        groups: dict[str, list[int]] = {}
+        for w in workers:
+            if self.nodes[w] not in self._relays:
+                self._release(w)
+            elif w not in self._lost:
+                groups.setdefault(self.nodes[w], []).append(w)
+        for node, group in groups.items():
+            if len(group) < 2:
+                for w in group:
+                    self._release(w)
+                continue
+            calls: list[tuple[int, Sequence[Held], str, bytes, list[Any], list[Any]]] = []
+            for w in group:
+                held = self.dispatch.take(w)  # (None: a post sent it meanwhile)
+                if held is None:
+                    continue
+                if any(sends_apart(step) for step in held):  # (two returns: direct)
+                    try:
+                        self._send_held(w, held)
+                    finally:
+                        self.dispatch.done(w)
+                    continue
+                after: list[Any] = [self._direct[w]] if w in self._direct else []
+                if all(isinstance(step, list) for step in held):
+                    # only deletes: one delete call, not counted as the worker's (as
+                    # :meth:`_send_delete`: a busy worker is not held back by it)
+                    keys = [key for step in held if isinstance(step, list) for key in step]
+                    calls.append((w, held, "delete", pickle.dumps(keys, protocol=5), [], after))
+                    continue
+                spec, passed = self._batch_call(w, held)
+                calls.append((w, held, "run_batch", spec, passed, after))
+            if not calls:
+                continue
+            fan = self._relays[node].fan.remote([(call[0], *call[2:]) for call in calls])
+            # the forwarded calls' refs are asked for when needed (:meth:`_forwarded`),
+            # not now: the driver goes on lowering while the relay forwards
+            self._fans.append((node, fan, calls))
+            self.relay_calls += 1
+            for w, _, method, *_ in calls:
+                if method == "run_batch":
+                    self.dispatch.call_sent(w)
+                self._direct.pop(w, None)
+                self._forwarding.add(w)
+                self.dispatch.done(w)
+
+    def _forwarded(self) -> None:
+        """Learn the refs of the calls the relays forwarded: what the wait waits for,
+        and what the next direct call to each of those workers waits for (:meth:`_to`).
+        A relay lost without its node: its workers get their steps directly (unless it
+        forwarded them already); a node lost is recovered by the wait."""
+        fans, self._fans = self._fans, []
+        self._forwarding = set()
+        for node, fan, calls in fans:
+            try:
+                refs = ray.get(fan, timeout=START_TIMEOUT_S)
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as error:
+                log.warning("spartan: the relay of node %s was lost (%s)", node, error)
+                relay = self._relays.pop(node, None)
+                self._relays_of = {w for w in self._relays_of if self.nodes[w] != node}
+                with contextlib.suppress(Exception):
+                    ray.kill(relay)
+                refs = [
+                    getattr(self.actors[w], method).remote(spec, *passed, *after)
+                    for w, _, method, spec, passed, after in calls
+                ]
+            for (w, held, method, *_), ref in zip(calls, refs):
+                self._relayed[w] = ref
+                if w not in self.dispatch.on_board and method == "run_batch":  # (:meth:`_sent`)
+                    self._last[w] = ref.future()
+                self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
+
     # ---- transport --------------------------------------------------------------------
     def _put(self, key: Key, value: Any, worker: int) -> None:
         rec = self.lineage.log({"worker": worker, "outputs": (key,), "value": ray.put(value)})
@@ -297,6 +466,15 @@ class RayBackend(Master):
         return rec
 
     def flush(self, fetch: Sequence[Region] = ()) -> None:
+        self._flushing += 1
+        try:
+            self._flush(fetch)
+        finally:
+            self._flushing -= 1
+            if self._soon and not self._flushing:
+                self.release_many([])
+
+    def _flush(self, fetch: Sequence[Region]) -> None:
         if fetch:
             self.landing.plan(fetch, self._queued, self._maker, self._local)
         queued, self._queued = self._queued, []
@@ -336,8 +514,8 @@ class RayBackend(Master):
         # 3. idle workers get their held tasks now; busy ones collect more
         for w in self.dispatch.holding():
             self._hear(w)
-        for w in self.dispatch.due():
-            self._release(w)  # (a no-op if a nested flush sent them already)
+        # (a no-op for those a nested flush sent already)
+        self.release_many(self.dispatch.due())
 
     def _request(
         self,
@@ -403,11 +581,24 @@ class RayBackend(Master):
             if isinstance(item, Record):
                 self._send(item, early=self.dispatch.take_pieces(item.seq))
             elif isinstance(item, Post):
-                ref = self.actors[worker].post.remote(*item.fields())
+                ref = self._to(worker).post.remote(*item.fields())
                 return ref if item.apart else None
             else:
                 self._send_delete(worker, item)
             return None
+        spec, passed = self._batch_call(worker, held)
+        call = self._to(worker).run_batch
+        two = any(sends_apart(item) for item in held)  # (a post's piece may come apart)
+        ref = (call.options(num_returns=2) if two else call).remote(spec, *passed)
+        ref, apart = ref if two else (ref, None)
+        self._sent(worker, ref)
+        self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
+        return apart
+
+    def _batch_call(self, worker: int, held: Sequence[Held]) -> tuple[bytes, list[Any]]:
+        """The arguments of ``worker``'s ``run_batch`` call of ``held``: its pickled spec
+        and what Ray passes itself. The held posts of the letters it reads are sent
+        first (:meth:`_release_posts`)."""
         # functions too big to inline and put blocks (refs, each once), and letters,
         # by position
         args: list[Any] = []
@@ -434,21 +625,18 @@ class RayBackend(Master):
             else:
                 steps.append(item)
         self._release_posts(args)
-        call = self.actors[worker].run_batch
-        two = any(sends_apart(item) for item in held)  # (a post's piece may come apart)
         inline, passed = _split(args)
-        ref = (call.options(num_returns=2) if two else call).remote(
-            pickle.dumps((steps, inline, self._cancels), protocol=5), *passed
-        )
-        ref, apart = ref if two else (ref, None)
-        self._sent(worker, ref)
-        self._inflight.extend((ref, item) for item in held if isinstance(item, Record))
-        return apart
+        return pickle.dumps((steps, inline, self._cancels), protocol=5), passed
 
     def release_held(self) -> None:
         self.flush()
-        for w in self.dispatch.holding():
-            self._release(w)
+        self._flushing += 1  # (the posts of readers released here may wait for the rest)
+        try:
+            self.release_many(self.dispatch.holding())
+        finally:
+            self._flushing -= 1
+            if self._soon and not self._flushing:
+                self.release_many([])
 
     def _get_piece(self, p: Piece, reader: Record) -> Got:
         """What task ``reader`` gets for piece ``p``, and whether it is the whole block
@@ -485,17 +673,30 @@ class RayBackend(Master):
             self._hear(p.worker)
             if self.dispatch.hold_post(p.worker, post):
                 return channel.Letter(path, self.pids[p.worker]), False
+            if not post.apart and self._release_soon(p.worker):
+                return channel.Letter(path, self.pids[p.worker]), False
             apart = self._release(p.worker)
             return channel.Letter(path, self.pids[p.worker], apart), False
         self._release(p.worker)  # the block may come from a held task
-        return self.actors[p.worker].get_piece.remote(p.key, p.src, p.perm), False
+        return self._to(p.worker).get_piece.remote(p.key, p.src, p.perm), False
 
     def _release_posts(self, letters: Sequence[Any]) -> None:
         """Send the held posts of ``letters`` (a reader's arguments), with the steps
         their owners hold: a reader sent must not wait for the driver."""
         paths = [a.path for a in letters if isinstance(a, channel.Letter)]
         for owner in self.dispatch.owners_to_release(paths):
-            self._release(owner)
+            if not self._release_soon(owner):
+                self._release(owner)
+
+    def _release_soon(self, worker: int) -> bool:
+        """Whether ``worker``'s held steps (a post among them) wait for the end of this
+        flush (or the wait), to go with its node-mates' through the node's relay
+        (:meth:`release_many`). A reader sent meanwhile waits for its letter on its
+        worker, not for the driver: the flush ends before the driver waits."""
+        if worker not in self._relays_of or not self._flushing:
+            return False  # (outside a flush nothing would send them: a re-run's posts)
+        self._soon.add(worker)
+        return True
 
     def _piece_bytes(self, p: Piece, reader: Record) -> int:
         """Bytes of ``reader``'s remote piece ``p``; 0 for a whole stored object whose
@@ -522,7 +723,7 @@ class RayBackend(Master):
     ) -> ray.ObjectRef:
         """Send one put or task; ``early`` holds its remote pieces requested already
         (:meth:`_get_piece`; None where not)."""
-        actor = self.actors[rec.worker]
+        actor = self._to(rec.worker)
         if rec.fn is None:  # a put
             ref = actor.put.remote(rec.outputs[0], rec.value)
         else:
@@ -574,6 +775,7 @@ class RayBackend(Master):
         if self.unmade and fetch:
             self._remake(held_by(self.where, ((p.key, p.worker) for r in fetch for p in r.pieces)))
         self.release_held()
+        self._forwarded()
         big = biggest(fetch)
         landed = self.landing.take_landed()
         attempt = rounds = 0
@@ -590,7 +792,7 @@ class RayBackend(Master):
                 refs = list(dict.fromkeys(ref for ref, _ in pending))
                 # calls to an actor run in order: these follow its tasks, in one round trip
                 if self.device == "gpu":
-                    refs += [a.sync.remote() for a in self.actors]
+                    refs += [self._to(w).sync.remote() for w in range(len(self.actors))]
                 calls = [
                     self._fetch_calls(region, landing, skip)
                     if i == big
@@ -610,6 +812,7 @@ class RayBackend(Master):
                 replays -= {ref for ref, rec in pending if rec.seq not in self._replayed}
                 values = self._get(refs, progress=True, tolerate=replays, deadline=deadline)
                 self._last = {}  # idle (their futures may not have heard yet)
+                self._settle_order(refs)
                 self._settled = self._logged
                 out = []
                 for i, (region, cs) in enumerate(zip(fetch, calls)):
@@ -639,6 +842,15 @@ class RayBackend(Master):
                     self.landing.close()
                 raise
 
+    def _settle_order(self, done: Iterable[Any]) -> None:
+        """The calls of ``done`` finished: later calls need not wait for them
+        (:meth:`_to`, :meth:`release_many`). Every forwarded call is a task's, waited for
+        by the wait that calls this."""
+        if self._relays:
+            finished = set(done)
+            self._relayed = {w: r for w, r in self._relayed.items() if r not in finished}
+            self._direct = {w: r for w, r in self._direct.items() if r not in finished}
+
     def _local(self, region: Region) -> bool:
         """Whether every piece of ``region`` is a CPU block on the driver's host."""
         return self.device == "cpu" and all(
@@ -666,6 +878,7 @@ class RayBackend(Master):
         if self.unmade:
             self._remake(held_by(self.where, ((k, w) for k, w, _ in reqs)))
         self.release_held()
+        self._forwarded()
         rounds = 0
         while True:
             calls: list[Any] = []
@@ -690,10 +903,10 @@ class RayBackend(Master):
         if landing is None:
             return self._piece_calls(self._requests(region))
         parts = parts_by_owner(region, lambda p: self.owner(p.key, p.worker), skip)
-        return [self.actors[w].write_shared.remote(landing, part) for w, part in parts.items()]
+        return [self._to(w).write_shared.remote(landing, part) for w, part in parts.items()]
 
     def _piece_calls(self, reqs: Sequence[tuple[Key, int | None, tuple | None]]) -> list[Any]:
-        return [self.actors[self.owner(k, w)].fetch.remote(k, idx) for k, w, idx in reqs]
+        return [self._to(self.owner(k, w)).fetch.remote(k, idx) for k, w, idx in reqs]
 
     def _get(
         self,
@@ -744,6 +957,10 @@ class RayBackend(Master):
         """:meth:`_recover` (from ``loss``) until a recovery is sent whole, a loss during
         one (a replacement that dies as it starts) counting as another round; the rounds
         counted. WorkerLostError past ``config.recovery_attempts`` rounds."""
+        if self._fans:
+            self._forwarded()
+            pending = pending + self._inflight
+            self._inflight = []
         while True:
             try:
                 self._recover(pending, rounds, loss, unsent)
@@ -758,6 +975,7 @@ class RayBackend(Master):
         """Replace the workers an earlier evaluation gave up on, and rebuild their blocks
         (those its own tasks were to make are made when read), before the tasks queued
         (:meth:`flush`; ``flushing``: those a flush took already) go out."""
+        self._forwarded()
         pending, self._inflight = self._inflight, []
         queued, self._queued = self._queued, []
         unsent = {rec.seq for rec in (*flushing, *queued)} | self.dispatch.unsent()
@@ -807,6 +1025,9 @@ class RayBackend(Master):
         self.recoveries += 1
         self._lost |= dead
         self._forget_held(dead)
+        # (a call that waits for a failed one fails too: the order is kept again by the
+        # re-runs, which go direct)
+        self._relayed, self._direct = {}, {}
         for i in sorted(dead):
             with contextlib.suppress(Exception):  # (one stopped may still hold its CPU)
                 ray.kill(self.actors[i], no_restart=True)
@@ -832,6 +1053,9 @@ class RayBackend(Master):
         for n, i in enumerate(order):
             self.nodes[i], self.pids[i] = answers[n], answers[len(order) + n]
         self._check_board(order)
+        for node, relay in self._relays.items():  # (calls to it are made in order)
+            relay.set_mates.remote({i: self.actors[i] for i in order if self.nodes[i] == node})
+        self._relays_of = {w for w, node in enumerate(self.nodes) if node in self._relays}
         self._lost -= dead
         missing = lost_blocks(
             self.where,
@@ -952,6 +1176,10 @@ class RayBackend(Master):
         :meth:`cancel`), the workers ``dead`` are replaced at the next evaluation
         (:attr:`_lost`), and every block of a task not known finished (logged since the
         last wait that ended, or ``pending``) is made again when read."""
+        if self._fans:
+            with contextlib.suppress(Exception):
+                self._forwarded()
+            pending = pending + self._inflight
         if stop_sent:
             if self._stop is not None:
                 self._stop.raise_to(self._cancels + 1)
@@ -968,6 +1196,7 @@ class RayBackend(Master):
         self.landing.forget()
         self._refs.clear()
         self._last = {}
+        self._relayed, self._direct = {}, {}
         self._settled = self._logged
 
     def _give_up(self, dead: set[int], pending: list[tuple[Any, Record]], why: str) -> NoReturn:
@@ -1059,18 +1288,26 @@ class RayBackend(Master):
         # intermediates rebuilt for their readers (join updates, fetched copies) were
         # deleted before: they go again once those readers are sent, or they would stay
         rebuilt: dict[int, list[Key]] = {}
-        for rec in plan:
-            self._replayed.add(rec.seq)
-            self._seen.rebuilt(rec.outputs)
-            self._send(rec)
-            for key in rec.outputs:
-                self.unmade.discard((key, rec.worker))
-                if key in known:
-                    self._record(key, rec.worker)
-                else:
-                    rebuilt.setdefault(rec.worker, []).append(key)
-        for w, keys in rebuilt.items():
-            self._delete(w, keys)
+        # (a re-run goes direct, as it did before relays: none of its posts or deletes
+        # is deferred)
+        flushing, self._flushing = self._flushing, 0
+        self._rerunning = True
+        try:
+            for rec in plan:
+                self._replayed.add(rec.seq)
+                self._seen.rebuilt(rec.outputs)
+                self._send(rec)
+                for key in rec.outputs:
+                    self.unmade.discard((key, rec.worker))
+                    if key in known:
+                        self._record(key, rec.worker)
+                    else:
+                        rebuilt.setdefault(rec.worker, []).append(key)
+            for w, keys in rebuilt.items():
+                self._delete(w, keys)
+        finally:
+            self._flushing = flushing
+            self._rerunning = False
 
     # ---- cancelling -------------------------------------------------------------------------
     def checkpointed(self, loads: Iterable[tuple[Key, int, Any]]) -> None:
@@ -1132,6 +1369,7 @@ class RayBackend(Master):
         self._cancelling = True
         try:
             self.release_held()
+            self._forwarded()
         finally:
             self._cancelling = False
         self.landing.forget()
@@ -1141,8 +1379,8 @@ class RayBackend(Master):
             for w in holders:
                 keys.setdefault(w, []).append(key)
         asked = {
-            w: a.unmade.remote(pickle.dumps(keys.get(w, []), protocol=5))
-            for w, a in enumerate(self.actors)
+            w: self._to(w).unmade.remote(pickle.dumps(keys.get(w, []), protocol=5))
+            for w in range(len(self.actors))
             if w not in self._lost
         }
         refs = list(asked.values())
@@ -1239,7 +1477,7 @@ class RayBackend(Master):
         for w, owners in self.pruning.wanted(self.lineage.made_by, self.where).items():
             # not a worker's last call for :meth:`busy` (like a delete: it takes
             # microseconds)
-            ref = self.actors[w].small_copies.remote(list(owners), recovery.COPY_MAX_BYTES)
+            ref = self._to(w).small_copies.remote(list(owners), recovery.COPY_MAX_BYTES)
             self.pruning.asked.append((ref, owners))
 
     def _delete(self, worker: int, keys: list[Key]) -> None:
@@ -1248,8 +1486,12 @@ class RayBackend(Master):
                 self.flush()  # the readers of these blocks go first
             # after held readers; in a batch, with the worker's next tasks or at its end
             # (an iterative solver frees hundreds of temporaries after an evaluation:
-            # one actor call each would queue behind them)
-            if not self.dispatch.hold_delete(worker, keys, bool(self._batching)):
+            # one actor call each would queue behind them). Where a relay serves the
+            # worker's node, a delete waits for the worker's next call (a put or task
+            # sent to it sends its held steps first): one call per worker each would
+            # undo what the relay saves
+            batching = bool(self._batching) or (worker in self._relays_of and not self._rerunning)
+            if not self.dispatch.hold_delete(worker, keys, batching):
                 self._send_delete(worker, keys)
 
     def _send_delete(self, worker: int, keys: list[Key]) -> None:
@@ -1258,13 +1500,13 @@ class RayBackend(Master):
         # microseconds, but the driver hears of it only when its future gets the GIL
         # (late, while it plans), and the next evaluation's first tasks would be held
         # behind the deletes of the last result
-        self.actors[worker].delete.remote(pickle.dumps(keys, protocol=5))
+        self._to(worker).delete.remote(pickle.dumps(keys, protocol=5))
 
     def worker_memory(self) -> list[int]:
         if self._lost:
             self._replace_lost()  # (a dead worker answers nothing)
         self.release_held()  # queued puts count
-        return self._get([a.memory.remote() for a in self.actors])
+        return self._get([self._to(w).memory.remote() for w in range(len(self.actors))])
 
     def _worker_stats_later(
         self, tags: Collection[Any] | None = None
@@ -1295,16 +1537,17 @@ class RayBackend(Master):
         tags: frozenset[Any] | None = None
         if all(t is not None for t in wanted):
             tags = frozenset(tag for t in wanted if t is not None for tag in t)
-        refs = [a.stats.remote(tags) for a in self.actors]
+        refs = [self._to(w).stats.remote(tags) for w in range(len(self.actors))]
         for asked, _ in self._stats_wanted:
             asked.append(refs)
         self._stats_wanted = []
 
     def reset_stats(self) -> None:
         self.wait()
-        self._get([a.reset_stats.remote() for a in self.actors])
+        self._get([self._to(w).reset_stats.remote() for w in range(len(self.actors))])
 
     def shutdown(self) -> None:
+        self._stop_relays()
         for a in self.actors:
             ray.kill(a)
         self._queued, self._last, self._stats_wanted = [], {}, []
@@ -1325,6 +1568,38 @@ class RayBackend(Master):
         self._lost = set()
         self._files.close()
         self.unmade = set()
+
+
+class _Ordered:
+    """A worker's actor handle for the driver's direct calls where relays forward others
+    (:meth:`RayBackend._to`): each call waits for the last forwarded call to the worker
+    (its ref, a trailing argument the worker ignores) and becomes the last direct one."""
+
+    def __init__(self, backend: RayBackend, worker: int, options: dict | None = None) -> None:
+        self._backend, self._worker, self._options = backend, worker, options
+        self._name = ""
+
+    def __getattr__(self, name: str) -> _Ordered:
+        method = _Ordered(self._backend, self._worker, self._options)
+        method._name = name
+        return method
+
+    def options(self, **options: Any) -> _Ordered:
+        method = _Ordered(self._backend, self._worker, options)
+        method._name = self._name
+        return method
+
+    def remote(self, *args: Any) -> Any:
+        backend, w = self._backend, self._worker
+        method = getattr(backend.actors[w], self._name)
+        if self._options:
+            method = method.options(**self._options)
+        if w in backend._forwarding:
+            backend._forwarded()
+        after = backend._relayed.get(w)
+        ref = method.remote(*args, after) if after is not None else method.remote(*args)
+        backend._direct[w] = ref[0] if isinstance(ref, list) else ref
+        return ref
 
 
 def _ready(ref: ray.ObjectRef) -> bool:

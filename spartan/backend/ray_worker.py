@@ -46,7 +46,7 @@ from spartan.backend.worker import (
     take,
 )
 
-__all__ = ["LOSS_ERRORS", "FunctionArgs", "Post", "RayWorker", "StopFlag"]
+__all__ = ["LOSS_ERRORS", "FunctionArgs", "NodeRelay", "Post", "RayWorker", "StopFlag"]
 
 #: the modules cloudpickle sends by value (``register_pickle_by_value``); None where this
 #: cloudpickle keeps them elsewhere: then every task function goes by cloudpickle
@@ -226,6 +226,7 @@ class RayWorker(Worker):
         perm: tuple[int, ...] | None,
         apart: bool = True,
         reader: int | None = None,
+        *after: Any,
     ) -> Any:
         """Write ``block[src]`` as the letter at ``path`` for a reader on this host
         (:mod:`spartan.backend.channel`), then ring the doorbell of process ``reader``.
@@ -330,7 +331,7 @@ class RayWorker(Worker):
             self._set(key, failed)
         return failed
 
-    def unmade(self, keys: bytes) -> tuple[list[Key], int]:
+    def unmade(self, keys: bytes, *after: Any) -> tuple[list[Key], int]:
         """Of ``keys`` (pickled), those missing here or left by a cancelled task; and how
         many tasks this worker skipped since the last call. Calls to an actor run in
         order: this one answers once the calls before it are done."""
@@ -339,7 +340,7 @@ class RayWorker(Worker):
         skipped, self._skipped = self._skipped, 0
         return out, skipped
 
-    def put(self, key: Key, value: Any) -> None:
+    def put(self, key: Key, value: Any, *after: Any) -> None:
         """:meth:`Worker.put` of a block sent from the driver, into this worker's own
         memory where that pays (:func:`_owned`)."""
         try:
@@ -347,18 +348,42 @@ class RayWorker(Worker):
         finally:
             self._finished_call()
 
-    def delete(self, keys: Sequence[Key] | bytes) -> None:
+    def delete(self, keys: Sequence[Key] | bytes, *after: Any) -> None:
         """:meth:`Worker.delete`; the driver sends the keys pickled."""
         super().delete(pickle.loads(keys) if isinstance(keys, bytes) else keys)
 
-    def write_shared(self, path: str, region: bytes) -> TaskFailed | None:  # type: ignore[override]
+    def write_shared(self, path: str, region: bytes, *after: Any) -> TaskFailed | None:  # type: ignore[override]
         """:meth:`Worker.write_shared` of the region the driver sends pickled."""
         return super().write_shared(path, pickle.loads(region))
 
     def pid(self) -> int:
         return os.getpid()
 
-    def small_copies(self, keys: Sequence[Key], limit: int) -> dict[Key, Any]:
+    # The driver's calls that follow a call a node's relay forwarded (:class:`NodeRelay`)
+    # end with that call's ref, ``after``: Ray starts them once it is done, which keeps
+    # the driver's order across the two callers (Ray orders calls per caller only).
+    # Every method the driver calls takes such trailing refs and ignores their values.
+    def get_piece(
+        self, key: Key, src: tuple, perm: tuple[int, ...] | None = None, *after: Any
+    ) -> Any:
+        return super().get_piece(key, src, perm)
+
+    def fetch(self, key: Key, src: tuple | None = None, *after: Any) -> Any:
+        return super().fetch(key, src)
+
+    def stats(self, tags: Any = None, *after: Any) -> dict[str, Any]:
+        return super().stats(tags)
+
+    def reset_stats(self, *after: Any) -> None:
+        super().reset_stats()
+
+    def sync(self, *after: Any) -> None:
+        super().sync()
+
+    def memory(self, *after: Any) -> int:
+        return super().memory()
+
+    def small_copies(self, keys: Sequence[Key], limit: int, *after: Any) -> dict[Key, Any]:
         """Host copies of the blocks of ``keys`` held here, while they come to at most
         ``limit`` bytes in all; blocks not here (deleted, or not made yet), failed ones
         and those that are not arrays of plain data are left out."""
@@ -371,6 +396,46 @@ class RayWorker(Worker):
             limit -= block.nbytes
             out[key] = to_host(block)
         return out
+
+
+class NodeRelay:
+    """The driver's dispatcher on one node: it forwards the steps the driver releases to
+    several of the node's workers at once (one actor call from the driver per node,
+    :meth:`~spartan.backend.ray_backend.RayBackend.release_many`) as their
+    :meth:`RayWorker.run_batch` calls, made from this node. It holds no data and runs no
+    task (no CPU of its own), so a call to it never waits behind a worker's work.
+
+    Ray keeps the order of calls per caller only. The driver keeps its order across the
+    two: each forwarded call waits for the driver's last direct call to that worker
+    (passed in, ``after``), and the driver's next direct call waits for the forwarded
+    one (:meth:`RayWorker.get_piece` and the others take such trailing refs).
+
+    >>> relay = NodeRelay()
+    >>> relay.set_mates({})
+    """
+
+    def __init__(self) -> None:
+        #: the node's workers by index (replaced ones are set again)
+        self.mates: dict[int, Any] = {}
+
+    def set_mates(self, mates: dict[int, Any]) -> None:
+        """Forward to these workers' handles from now on (by worker index)."""
+        self.mates.update(mates)
+
+    def node(self) -> str:
+        """The node this relay runs on."""
+        return ray.get_runtime_context().get_node_id()
+
+    def fan(
+        self, calls: Sequence[tuple[int, str, bytes, Sequence[Any], Sequence[Any]]]
+    ) -> list[Any]:
+        """Make each ``(worker, method, spec, passed, after)`` a call of that worker
+        (``run_batch``, or ``delete`` of pickled keys), in order; their refs, which the
+        driver waits for as its own."""
+        return [
+            getattr(self.mates[w], method).remote(spec, *passed, *after)
+            for w, method, spec, passed, after in calls
+        ]
 
 
 def _running_task(seq: int) -> None:
