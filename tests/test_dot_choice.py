@@ -258,3 +258,27 @@ def test_kmeans_on_column_tiled_points_moves_no_more_than_retiling_first(two_wor
         kept = _kmeans_bytes(two_workers, data, retile_first=False)
     assert chosen <= min(retiled, kept), (chosen, retiled, kept)
     assert chosen < kept  # column-tiled X read by rows every iteration costs more
+
+
+@pytest.fixture
+def one_worker(local_backend):
+    be = LocalBackend(num_workers=1)
+    session.use(be)
+    yield be
+    be.shutdown()
+    session.use(local_backend)
+
+
+def test_one_worker_takes_the_layout_rules_algorithm_and_explains_it(one_worker):
+    """With one worker every plan moves 0 bytes, so the plan's algorithm is a tie: the
+    layout rule decides (``x.T @ v`` of a row-tiled x by inner blocks reads x's tiles in
+    place; by rows it would copy the column view x.T whole into one task), and explain
+    shows the algorithm that ran."""
+    X, v = RNG.random((40, 6)), RNG.random(40)
+    x = sp.array(X, tiling=Tiling.row(X.shape, 4))
+    r = x.T @ sp.array(v)
+    sp.evaluate(r)
+    assert _dot_expr(r).impl == "inner"
+    (row,) = [line for line in str(sp.explain(r)).splitlines() if line.split()[1:2] == ["dot"]]
+    assert row.split()[5] == "inner", row
+    np.testing.assert_allclose(r.to_numpy(), X.T @ v)

@@ -692,11 +692,10 @@ class JoinUpdate(Expr):
         self.data = tiles
 
     def _worker(self, ctx, inputs, boxes, g, groups, nw) -> int:
-        """The worker holding the start of the group's first joined input; the groups of
-        a join with no update axis (a product by inner blocks) whose slabs cross every
-        tile of it (not cut along their axis) spread over the workers, as the cost model
-        places them (``optimizer.profiles._join_tasks``): else every partial would be
-        made on one worker."""
+        """The worker holding the start of the group's first joined input; groups whose
+        slabs cross every tile of it (it is not cut along their axis) spread over the
+        workers, as the cost model places them (``optimizer.profiles._join_tasks``):
+        else every group, and the whole product, would run on one worker."""
         for x, a, box in zip(inputs, self.axes, boxes):
             if a < 0:
                 continue

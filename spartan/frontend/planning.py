@@ -595,12 +595,17 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
         log.warning("tiling optimizer failed (%s); using local tiling rules", error)
         return tilings, None
     impl = plan.impl
+    ruled: dict[int, Choice] = {}
     for e in order:
         # an algorithm the plan chose; one worker moves no bytes either way, so there
         # the local rule's layout-aware choice stands (rows over a column-cut operand
-        # would copy it whole into one task)
-        if nworkers > 1 and e.uid in node_of and node_of[e.uid] in impl:
-            e.use_impl(impl[node_of[e.uid]])
+        # would copy it whole into one task), and the plan shows it (explain)
+        if e.uid in node_of and node_of[e.uid] in impl:
+            nid = node_of[e.uid]
+            if nworkers > 1:
+                e.use_impl(impl[nid])
+            elif e.impl != impl[nid]:
+                ruled[nid] = Choice(plan.choice[nid].tiling, e.impl)
         if e.tiling_hint is None and e.uid in node_of and not isinstance(e, View):
             t = with_pieces(plan.tiling[node_of[e.uid]], e.shape, nworkers)
             storage = plan.program[node_of[e.uid]].params.get("storage")
@@ -624,6 +629,8 @@ def choose(order: Sequence[Expr], nworkers: int) -> tuple[dict[int, Tiling], Pla
                 base.data.tiling if base.data is not None else tilings[base.uid]
             )
             tilings[e.uid] = e.induced_tiling(t)
+    if ruled:  # (a copy: the cached plan is shared by every evaluation of the graph)
+        plan = dataclasses.replace(plan, choice={**plan.choice, **ruled})
     return tilings, Planned(plan, node_of, retile, inputs)
 
 

@@ -88,7 +88,7 @@ class Plan:
 
     @property
     def impl(self) -> dict[int, str]:
-        """The chosen algorithm of each dot node (``outer`` or ``inner``)."""
+        """The chosen algorithm of each dot node (``"rows"`` or ``"inner"``)."""
         return {nid: c.impl for nid, c in self.choice.items() if c.impl is not None}
 
     @property

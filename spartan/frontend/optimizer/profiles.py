@@ -296,7 +296,7 @@ def _join_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = N
     def tasks(rf: Choice) -> JoinTasks:
         if piped_rows and fa == 0 and not fixed:
             return _row_tasks(first.shape, piped_rows, P)
-        return _join_tasks(first.key, fa, rf.tiling, P, fixed, update_axis is None)
+        return _join_tasks(first.key, fa, rf.tiling, P, fixed)
 
     terms = [Term((first.root,), lambda r: _join_read(first.key, r.tiling, fa, tasks(r), P))]
     for i, (x, a) in enumerate(zip(xs, axes)):
@@ -332,7 +332,7 @@ def _dot_terms(node: Node, xs: list[_Input], P: int, piped_rows: int | None = No
     def tasks(rx: Choice, c: Choice) -> JoinTasks:
         if piped_rows and axes(c)[0] == 0:
             return _row_tasks(x.shape, piped_rows, P)
-        return _join_tasks(x.key, axes(c)[0], rx.tiling, P, accumulates=c.impl != "rows")
+        return _join_tasks(x.key, axes(c)[0], rx.tiling, P)
 
     def update(rx: Choice, ry: Choice, c: Choice) -> int:
         if c.tiling.replicated and rx.tiling.replicated and ry.tiling.replicated:
@@ -507,18 +507,12 @@ def _concat_read(
 
 @lru_cache(maxsize=65536)
 def _join_tasks(
-    key: InputKey,
-    axis: int,
-    root_t: Tiling,
-    P: int,
-    fixed: int | None = None,
-    accumulates: bool = False,
+    key: InputKey, axis: int, root_t: Tiling, P: int, fixed: int | None = None
 ) -> tuple[int, tuple[int, ...]]:
     """(groups, worker of each group) of a join whose first joined input is ``key``:
     ``fixed`` groups, else one per tile along the axis, else ``min(n, P)``. Each group
-    runs where its first element is, except the groups of a join whose updates cover
-    the whole output (``accumulates``: no update axis, as a product by inner blocks)
-    and whose slabs cross every tile (a column slab of a row-tiled x): those spread
+    runs where its first element is, except where the groups' slabs cross every tile
+    (a column slab of a row-tiled x, a row slab of a column-tiled one): those spread
     over the workers (as ``JoinUpdate._worker`` places them)."""
     shape = key[3]
     t = _grid(key, root_t)
@@ -529,8 +523,8 @@ def _join_tasks(
         groups = t.cuts[axis]
     else:
         groups = max(1, min(n, P))
-    # (a slab across every tile: its first element's tile would put every group, and
-    # so every partial product, on one worker, which would then compute alone)
+    # (a slab across every tile: its first element's tile would put every group on
+    # one worker, which would then compute alone)
     crossing = t.cuts[axis] == 1 and t.ntiles > 1
     if t.replicated or key[2] is not None or crossing:
         return groups, tuple(g * P // groups for g in range(groups))

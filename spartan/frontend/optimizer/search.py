@@ -599,7 +599,7 @@ def _graph_of(n: int, scopes: Iterable[tuple[int, ...]]) -> list[set[int]]:
 def _greedy_order(
     adj: list[set[int]],
     sizes: list[int],
-    limit: int,
+    limit: float,
     fill: bool,
     cut: random.Random | None = None,
     avoid: frozenset[int] = frozenset(),
