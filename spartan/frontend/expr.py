@@ -148,6 +148,10 @@ class Expr:
         where the optimizer is not asked; None for the default row tiling."""
         return None
 
+    #: the algorithm this node runs where its program node offers several (set by
+    #: :meth:`use_impl`); None for an operator with a single lowering
+    impl: str | None = None
+
     def use_impl(self, impl: str | None) -> None:
         """Lower as ``impl``: the optimizer's choice for an operator whose program node
         offers alternative algorithms (a product's ``rows``/``inner``,
