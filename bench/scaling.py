@@ -540,7 +540,8 @@ def _sweep_one(system: _SweepSystem, name: str, mode: str, workers: int, size: i
     return {
         "system": system.name, "mode": mode, "workload": name, "workers": workers,
         "size": f"{main} x {main}" if main else f"{size / 2**20:,.0f} MiB",
-        "seconds": min(times), "runs": len(times), "times": times, "build_s": build, "check": check, **extra,
+        "seconds": min(times), "runs": len(times), "times": times,
+        "utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "build_s": build, "check": check, **extra,
     }  # fmt: skip
 
 
@@ -610,7 +611,10 @@ def save_sweep(text: str, args: argparse.Namespace) -> None:
     old = RESULTS.read_text() if RESULTS.exists() else ""
     head, _, tail = old.partition(SWEEP_HEADING)
     rest = tail[tail.find("\n## ") :] if "\n## " in tail else ""
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(Path(args.sweep_rows).stat().st_mtime))
+    rows = json.loads(Path(args.sweep_rows).read_text())
+    stamps = sorted(r["utc"] for r in rows if "utc" in r)  # (older rows: the file's time)
+    mtime = Path(args.sweep_rows).stat().st_mtime
+    when = stamps[-1] if stamps else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(mtime))
     section = [
         SWEEP_HEADING,
         "",
