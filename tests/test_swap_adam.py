@@ -54,14 +54,15 @@ def test_adam_needs_the_step_in_every_swap_executor(adam_case, local_backend):
     with pytest.raises(ValueError, match="1-based step"):
         run_unconstrained(g, feeds, state)
     with pytest.raises(ValueError, match="1-based step"):
-        run_emulated(plan, g, feeds, state)
-    with pytest.raises(ValueError, match="1-based step"):
         run_on_worker(plan, g, feeds, state, backend=local_backend)
 
 
-def test_adam_steps_in_the_emulated_device_equal_unconstrained(adam_case):
+def test_the_stream_executors_refuse_adam_rather_than_race_it(adam_case):
+    """run_emulated's concurrent streams raced Adam's in-place updates under load (a
+    wrong step now and then): refused by name until that is fixed."""
     g, feeds, state, ref, plan = adam_case
-    _assert_same(ref, run_emulated(plan, g, feeds, state, iterations=STEPS, step=1))
+    with pytest.raises(NotImplementedError, match="run_emulated does not run Adam"):
+        run_emulated(plan, g, feeds, state, iterations=STEPS, step=1)
     # the bias correction really depends on the step: starting at step 5 differs
     later = run_unconstrained(g, feeds, state, iterations=1, keep=["loss:out"], step=5)
     assert not np.array_equal(later.state["fc1.w"], ref.state["fc1.w"])
@@ -137,21 +138,11 @@ def test_adam_in_swap_and_placement_executors_equals_torch(local_backend):
         np.testing.assert_allclose(placed[n], ref, rtol=1e-4, atol=1e-6, err_msg=n)
 
 
-@pytest.mark.gpu
-def test_adam_steps_on_a_gpu_equal_unconstrained(adam_case):
-    """run_cupy sets the step per iteration as run_emulated does (same device code)."""
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cp.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+def test_the_cupy_executor_refuses_adam_too(adam_case):
+    """run_cupy runs the same concurrent streams as run_emulated: refused before any
+    CUDA work (so this runs without a GPU)."""
     from spartan.dnn.swap.executor import run_cupy
 
-    g, feeds, state, ref, plan = adam_case
-    limit = plan.workload.capacity + (256 << 20)  # room for CuPy's own workspace
-    got = run_cupy(plan, g, feeds, state, iterations=STEPS, memory_limit=limit, step=1)
-    for a, b in zip(ref.outputs, got.outputs, strict=True):
-        np.testing.assert_allclose(a["loss:out"], b["loss:out"], rtol=1e-4)
-    for k in ref.state:
-        np.testing.assert_allclose(ref.state[k], got.state[k], rtol=1e-4, atol=1e-6, err_msg=k)
+    g, feeds, state, _, plan = adam_case
+    with pytest.raises(NotImplementedError, match="run_cupy does not run Adam"):
+        run_cupy(plan, g, feeds, state, iterations=STEPS, step=1)

@@ -125,6 +125,19 @@ def _with_step(attrs: dict, step: int | None, iteration: int) -> dict:
     return attrs if step is None else {**attrs, "step": step + iteration}
 
 
+def _refuse_adam_on_streams(graph: Graph, executor: str) -> None:
+    """The concurrent-stream executors do not run Adam yet: its three in-place updates
+    (weight, m, v) raced a stream under load (now and then a wrong step, where SGD's and
+    momentum's updates did not). A clear error, not a wrong step:
+    :func:`run_unconstrained` and :func:`spartan.dnn.swap.workers.run_on_worker` (one
+    ordered driver thread) run it."""
+    if any(op.type == "adam" for op in graph.ops):
+        raise NotImplementedError(
+            f"{executor} does not run Adam yet (its concurrent streams can race Adam's "
+            "in-place updates); use run_on_worker or run_unconstrained for an Adam graph"
+        )
+
+
 def _store_outputs(names, inplace, out, values) -> None:
     outs = out if isinstance(out, tuple) else (out,)
     for name, value in zip(names, outs, strict=True):
@@ -271,7 +284,8 @@ def run_emulated(
 ) -> RunResult:
     """Execute ``plan`` on an emulated device: NumPy pool objects, one thread per stream.
     ``step`` is the 1-based optimizer step of the first iteration (as in
-    :func:`run_unconstrained`)."""
+    :func:`run_unconstrained`). Adam is refused (:func:`_refuse_adam_on_streams`)."""
+    _refuse_adam_on_streams(graph, "run_emulated")
     dev = _Device(np, plan, graph)
     host: dict[str, Any] = {k: np.array(v, copy=True) for k, v in {**feeds, **state}.items()}
     streams = {k: list(plan.stream(k)) for k in (COMPUTE, SWAP_IN, SWAP_OUT)}
@@ -356,7 +370,9 @@ def run_cupy(
     swap-out streams ordered by events; the CuPy memory pool (pool objects plus kernel
     temporaries) is capped at ``memory_limit`` (default: the plan's device capacity), so
     exceeding it raises CuPy's OutOfMemoryError. ``step`` is the 1-based optimizer step
-    of the first iteration (as in :func:`run_unconstrained`)."""
+    of the first iteration (as in :func:`run_unconstrained`). Adam is refused
+    (:func:`_refuse_adam_on_streams`)."""
+    _refuse_adam_on_streams(graph, "run_cupy")
     import cupy as cp
     import cupyx
 
