@@ -10,11 +10,32 @@ import numpy as np
 from spartan.dnn.graph import Graph
 
 
+def cupy_or_skip() -> Any:
+    """CuPy, or skip the test: no CuPy, or no CUDA device."""
+    import pytest
+
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cp.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    return cp
+
+
 def swapped_step(graph: Graph, values: dict[str, np.ndarray]) -> Any:
     """``graph``'s step run (emulated device) under a swap plan of a random pool with
     room for every tensor: the parameters are its state, the rest its feeds."""
-    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
     from spartan.dnn.swap.executor import run_emulated
+
+    plan, feeds, state = roomy_swap_plan(graph, values)
+    return run_emulated(plan, graph, feeds, state)
+
+
+def roomy_swap_plan(graph: Graph, values: dict[str, np.ndarray]) -> tuple[Any, dict, dict]:
+    """A swap plan of a random pool with room for every tensor, and ``values`` split
+    into its feeds and its state (the parameters)."""
+    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
 
     state = {t.name: values[t.name] for t in graph.params()}
     feeds = {k: v for k, v in values.items() if k not in state}
@@ -27,7 +48,7 @@ def swapped_step(graph: Graph, values: dict[str, np.ndarray]) -> Any:
         keep=["loss:out"],
     )
     plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
-    return run_emulated(plan, graph, feeds, state)
+    return plan, feeds, state
 
 
 def worker_swapped_step(graph: Graph, values: dict[str, np.ndarray], backend: Any) -> Any:

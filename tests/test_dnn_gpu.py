@@ -8,10 +8,9 @@ CuPy arrays against NumPy, so a failure names the op.
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
+from dnn_steps import cupy_or_skip, roomy_swap_plan
 
 from spartan.dnn.execute_tiling import random_values, serial_step
 from spartan.dnn.zoo import op_coverage
@@ -21,29 +20,17 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def cp():
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
+    return cupy_or_skip()
 
 
 def test_every_op_graph_in_the_cupy_swap_executor(cp):
-    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
     from spartan.dnn.swap.executor import run_cupy
 
     g = op_coverage()
     values = random_values(g, seed=8)
     ref = serial_step(g, values)
-    state = {t.name: values[t.name] for t in g.params()}
-    feeds = {k: v for k, v in values.items() if k not in state}
+    plan, feeds, state = roomy_swap_plan(g, values)
     total = sum(t.nbytes for t in g.tensors.values())
-    wl = Workload.from_graph(
-        g, op_times={o.name: 1.0 for o in g.ops}, capacity=total, host_bw=1.0, keep=["loss:out"]
-    )
-    plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
     # the pool also holds CuPy's own workspace (cuBLAS, cuDNN) beside the planned tensors
     got = run_cupy(plan, g, feeds, state, memory_limit=total + (256 << 20))
     np.testing.assert_allclose(got.outputs[0]["loss:out"], ref["loss:out"], rtol=1e-5)

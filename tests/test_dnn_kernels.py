@@ -8,10 +8,9 @@ both must equal the serial NumPy step of the tiling executor's reference.
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
+from dnn_steps import swapped_step
 
 from spartan.dnn.execute_tiling import random_values, serial_step
 from spartan.dnn.zoo import op_coverage
@@ -36,18 +35,9 @@ def test_every_op_graph_in_placement_executor(backend):
 
 
 def test_every_op_graph_in_swap_executor():
-    from spartan.dnn.swap import PoolModel, Workload, plan_swaps
-    from spartan.dnn.swap.executor import run_emulated
-
     g, values, ref = _reference(8)
+    got = swapped_step(g, values)
     state = {t.name: values[t.name] for t in g.params()}
-    feeds = {k: v for k, v in values.items() if k not in state}
-    total = sum(t.nbytes for t in g.tensors.values())
-    wl = Workload.from_graph(
-        g, op_times={o.name: 1.0 for o in g.ops}, capacity=total, host_bw=1.0, keep=["loss:out"]
-    )
-    plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
-    got = run_emulated(plan, g, feeds, state)
     np.testing.assert_allclose(got.outputs[0]["loss:out"], ref["loss:out"], rtol=1e-5)
     for name in state:
         np.testing.assert_allclose(got.state[name], ref[name], rtol=1e-5, atol=1e-6)

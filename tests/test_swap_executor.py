@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+from dnn_steps import cupy_or_skip
 
 from spartan.dnn import zoo
 from spartan.dnn.hardware import V100
@@ -140,12 +141,7 @@ def test_unsupported_op_type_is_a_clear_error():
 
 @pytest.mark.gpu
 def test_cupy_executor_trains_beyond_the_memory_limit(mlp_case):
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cp.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+    cupy_or_skip()
     g, wl, feeds, state, ref = mlp_case
     plan = plan_swaps(wl, wl.default_schedule(), PoolModel(wl).random(random.Random(0)))
     # the pool also holds CuPy's own workspace (cuBLAS) beside the planned tensors
